@@ -67,6 +67,11 @@ class Envelope:
 
     def __post_init__(self) -> None:
         _validate(self.to_dict())
+        # Snapshot the payload: a caller mutating its dict afterwards must not
+        # change an event already built (a retry with the same request token
+        # would then no longer match), and the payload must be encodable as
+        # strict JSON, or the bus would reject it forever.
+        object.__setattr__(self, "payload", _json_snapshot(self.payload))
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -86,7 +91,9 @@ class Envelope:
 
     def to_json(self) -> str:
         """Compact JSON; this string is the published event's ``Detail``."""
-        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(
+            self.to_dict(), separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
 
     @classmethod
     def from_dict(cls, data: Any) -> Envelope:
@@ -116,6 +123,14 @@ class Envelope:
         return OUTBOX_SK_PREFIX + self.id
 
 
+def _json_snapshot(payload: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        snapshot: dict[str, Any] = json.loads(json.dumps(payload, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise InvalidEnvelope(f"envelope field 'payload' is not encodable as JSON: {exc}") from exc
+    return snapshot
+
+
 def _validate(data: Any) -> None:
     if not isinstance(data, Mapping):
         raise InvalidEnvelope(f"envelope must be a JSON object, got {type(data).__name__}")
@@ -130,6 +145,12 @@ def _validate(data: Any) -> None:
         ULID.from_str(data["id"])
     except ValueError as exc:
         raise InvalidEnvelope(f"envelope id {data['id']!r} is not a ULID: {exc}") from exc
+    try:
+        datetime.fromisoformat(data["time"])
+    except ValueError as exc:
+        raise InvalidEnvelope(
+            f"envelope field 'time' must be an ISO 8601 timestamp, got {data['time']!r}"
+        ) from exc
     if not isinstance(data["payload"], Mapping):
         raise InvalidEnvelope("envelope field 'payload' must be a JSON object")
     version = data["schema_version"]
@@ -143,6 +164,8 @@ def _validate(data: Any) -> None:
 
 def pending_shard(event_id: str, shards: int = DEFAULT_PENDING_SHARDS) -> str:
     """The pending-index partition of an event: spreads writes over ``shards`` keys."""
+    if not 1 <= shards <= 100:
+        raise ValueError(f"pending shards must be between 1 and 100, got {shards}")
     return f"{zlib.crc32(event_id.encode()) % shards:02d}"
 
 

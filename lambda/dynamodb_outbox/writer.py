@@ -1,0 +1,934 @@
+"""Write an entity and the events it announces in one DynamoDB transaction.
+
+The outbox only works if the entity and its outbox items commit together: an
+event without its change is a lie, a change without its event is lost. So every
+write here is ONE ``TransactWriteItems``: a Put of the entity, one Put per event
+(``PK`` = the entity's partition key, ``SK`` = ``OUTBOX#<event id>``), and any
+extra actions the caller needs in the same unit (a ``ConditionCheck`` on another
+item, an ``Update`` of a counter...).
+
+DynamoDB refuses a transaction with more than 100 actions, over 4 MB, with an
+item over 400 KB or with two actions on the same item, and it does so with a
+terse ``ValidationException`` after a network round trip. This module checks
+those rules first and raises an :class:`InvalidWrite` that names the rule, the
+action and the figure. When DynamoDB cancels a transaction, the per-action
+cancellation reasons are mapped back to the actions that caused them
+(:class:`TransactionCancelled`).
+
+Every transaction item costs two underlying writes (prepare + commit), so an
+entity plus one event costs 4 write units where a plain Put costs 1; a
+cancelled transaction still consumes capacity.
+
+This module ships to application code (Lambda layer): it imports only the
+standard library, boto3/botocore and the envelope module.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, DecimalException, InvalidOperation
+from typing import Any, Final, Literal, TypedDict, cast
+
+import boto3
+from boto3.dynamodb.types import TypeSerializer
+from botocore.exceptions import ClientError
+
+from dynamodb_outbox.envelope import (
+    ATTR_PK,
+    ATTR_SK,
+    DEFAULT_PENDING_SHARDS,
+    OUTBOX_SK_PREFIX,
+    Envelope,
+    InvalidEnvelope,
+    outbox_item,
+)
+
+__all__ = [
+    "MAX_CLIENT_REQUEST_TOKEN_LENGTH",
+    "MAX_EVENT_BYTES",
+    "MAX_ITEM_BYTES",
+    "MAX_TRANSACTION_ACTIONS",
+    "MAX_TRANSACTION_BYTES",
+    "CancellationReason",
+    "Condition",
+    "DuplicateItemInTransaction",
+    "EventTooLarge",
+    "IdempotentParameterMismatch",
+    "InvalidWrite",
+    "ItemTooLarge",
+    "LimitExceeded",
+    "NoEvents",
+    "OutboxWriteError",
+    "OutboxWriter",
+    "Role",
+    "TooManyActions",
+    "TransactItem",
+    "TransactionCancelled",
+    "TransactionInProgress",
+    "TransactionTooLarge",
+    "WriteResult",
+    "attribute_value_size",
+    "condition_check_action",
+    "delete_action",
+    "item_size",
+    "put_action",
+    "serialize_item",
+    "update_action",
+]
+
+# --------------------------------------------------------------------------- limits
+
+MAX_TRANSACTION_ACTIONS: Final = 100
+"""``TransactWriteItems`` accepts at most 100 actions."""
+
+MAX_TRANSACTION_BYTES: Final = 4 * 1024 * 1024
+"""Aggregate size of the items of one transaction (AWS: "4 MB")."""
+
+MAX_ITEM_BYTES: Final = 400 * 1024
+"""Largest DynamoDB item (AWS: "400 KB"); sizes are estimated from above, see :func:`item_size`."""
+
+MAX_EVENT_BYTES: Final = 256 * 1024
+"""Largest event the bus accepts (EventBridge PutEvents and SNS: 256 KB).
+
+AWS announced 1 MB EventBridge payloads; until that holds for every target the
+256 KB bound is the safe one. An event over it could never be published: it
+would sit in the table as a poison item, so the writer refuses it up front.
+"""
+
+MAX_CLIENT_REQUEST_TOKEN_LENGTH: Final = 36
+
+_RETRYABLE_CODES: Final = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+)
+_ACTION_KINDS: Final = ("ConditionCheck", "Put", "Delete", "Update")
+
+Role = Literal["entity", "event", "extra"]
+"""Which part of a write an action is: the entity Put, an outbox Put, or a caller's action."""
+
+# ------------------------------------------------------------------------- errors
+
+
+class OutboxWriteError(Exception):
+    """Base of the writer's own errors, so callers can catch the writer as a whole.
+
+    AWS errors the writer cannot explain better (throttling, missing table,
+    access denied...) propagate unchanged as botocore ``ClientError``.
+    """
+
+
+class InvalidWrite(OutboxWriteError, ValueError):
+    """The write was refused before calling AWS; nothing was sent, nothing was written."""
+
+
+class NoEvents(InvalidWrite):
+    """An outbox write without an event: usually a bug that silently drops the event."""
+
+
+class DuplicateItemInTransaction(InvalidWrite):
+    """Two actions target the same item, which ``TransactWriteItems`` rejects as a whole."""
+
+    def __init__(self, message: str, first_index: int, second_index: int) -> None:
+        super().__init__(message)
+        self.first_index = first_index
+        self.second_index = second_index
+
+
+class LimitExceeded(InvalidWrite):
+    """A DynamoDB or bus limit would be exceeded; ``limit`` and ``actual`` are the figures."""
+
+    def __init__(self, message: str, *, limit: int, actual: int, index: int | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.actual = actual
+        self.index = index
+
+
+class TooManyActions(LimitExceeded):
+    """More than :data:`MAX_TRANSACTION_ACTIONS` actions in one transaction."""
+
+
+class TransactionTooLarge(LimitExceeded):
+    """The items of the transaction add up to more than :data:`MAX_TRANSACTION_BYTES`."""
+
+
+class ItemTooLarge(LimitExceeded):
+    """One item is over :data:`MAX_ITEM_BYTES`; ``index`` is its action."""
+
+
+class EventTooLarge(LimitExceeded):
+    """An event is over the bus limit and could never be published; ``index`` is its action."""
+
+
+@dataclass(frozen=True)
+class CancellationReason:
+    """Why DynamoDB cancelled one action of a transaction.
+
+    ``code`` is ``None`` for an action that did not cause the cancellation (AWS
+    reports the string ``"None"`` for them). ``role`` says which part of the
+    write the action was: ``"entity"``, ``"event"`` or ``"extra"``.
+    """
+
+    index: int
+    label: str
+    role: Role
+    code: str | None
+    message: str | None = None
+    item: Mapping[str, Any] | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.code is not None
+
+    def describe(self) -> str:
+        text = f"action {self.index} ({self.label}): {self.code}"
+        return f"{text} — {self.message}" if self.message else text
+
+
+class TransactionCancelled(OutboxWriteError):
+    """DynamoDB cancelled the transaction; nothing of it was written.
+
+    ``reasons`` has one entry per action, in request order, so a caller can tell
+    "the entity already exists" (``ConditionalCheckFailed`` on the entity) from
+    "another writer touched the same item" (``TransactionConflict``, worth a
+    retry) without parsing the message.
+    """
+
+    def __init__(self, message: str, reasons: Sequence[CancellationReason]) -> None:
+        super().__init__(message)
+        self.reasons: list[CancellationReason] = list(reasons)
+
+    @property
+    def failures(self) -> list[CancellationReason]:
+        """The actions that caused the cancellation."""
+        return [reason for reason in self.reasons if reason.failed]
+
+    @property
+    def conditional_check_failed(self) -> bool:
+        """True when a condition (the entity's or an extra action's) was not met."""
+        return any(reason.code == "ConditionalCheckFailed" for reason in self.reasons)
+
+    @property
+    def retryable(self) -> bool:
+        """True when every failure is transient (conflict or throttling): retrying may succeed."""
+        failures = self.failures
+        return bool(failures) and all(reason.code in _RETRYABLE_CODES for reason in failures)
+
+
+class IdempotentParameterMismatch(OutboxWriteError):
+    """A ``client_request_token`` was reused within 10 minutes for a different request."""
+
+
+class TransactionInProgress(OutboxWriteError):
+    """A request with the same ``client_request_token`` is still being processed."""
+
+
+# -------------------------------------------------------------- conditions, actions
+
+
+class TransactItem(TypedDict, total=False):
+    """One element of ``TransactItems`` in the low-level client's shape: exactly one key."""
+
+    ConditionCheck: dict[str, Any]
+    Put: dict[str, Any]
+    Delete: dict[str, Any]
+    Update: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A condition expression with its placeholders.
+
+    ``values`` hold plain Python values (``str``, ``int``, ``Decimal``, ``float``,
+    ``bytes``, ``dict``...); they are converted like entity attributes.
+    """
+
+    expression: str
+    names: Mapping[str, str] | None = None
+    values: Mapping[str, Any] | None = None
+
+    @classmethod
+    def item_absent(cls, key_attribute: str = ATTR_PK) -> Condition:
+        """Create-only: the write fails if an item with this key already exists."""
+        return cls("attribute_not_exists(#absent_key)", {"#absent_key": key_attribute})
+
+    @classmethod
+    def item_exists(cls, key_attribute: str = ATTR_PK) -> Condition:
+        """Replace-only: the write fails if no item with this key exists."""
+        return cls("attribute_exists(#present_key)", {"#present_key": key_attribute})
+
+    def to_request(self) -> dict[str, Any]:
+        """The ``ConditionExpression`` / ``ExpressionAttribute*`` parameters of one action."""
+        if not self.expression or not isinstance(self.expression, str):
+            raise InvalidWrite("a condition needs a non-empty expression")
+        request: dict[str, Any] = {"ConditionExpression": self.expression}
+        if self.names:
+            request["ExpressionAttributeNames"] = dict(self.names)
+        if self.values:
+            request["ExpressionAttributeValues"] = {
+                placeholder: _serialize(value, f"condition value {placeholder}")
+                for placeholder, value in self.values.items()
+            }
+        return request
+
+
+def condition_check_action(
+    key: Mapping[str, Any], condition: Condition, *, table_name: str | None = None
+) -> TransactItem:
+    """A ``ConditionCheck`` that makes the write depend on another item (nothing is written).
+
+    ``key`` holds plain Python values. Without ``table_name`` the writer's table
+    is used.
+    """
+    body = {"Key": serialize_item(key), **condition.to_request()}
+    return {"ConditionCheck": _with_table(body, table_name)}
+
+
+def update_action(
+    key: Mapping[str, Any],
+    update_expression: str,
+    *,
+    names: Mapping[str, str] | None = None,
+    values: Mapping[str, Any] | None = None,
+    condition: Condition | None = None,
+    table_name: str | None = None,
+) -> TransactItem:
+    """An ``Update`` in the same transaction; placeholders are shared with ``condition``."""
+    body: dict[str, Any] = {"Key": serialize_item(key), "UpdateExpression": update_expression}
+    merged_names = dict(names or {})
+    merged_values = {p: _serialize(v, f"update value {p}") for p, v in (values or {}).items()}
+    if condition is not None:
+        cond = condition.to_request()
+        body["ConditionExpression"] = cond["ConditionExpression"]
+        _merge_placeholders(merged_names, cond.get("ExpressionAttributeNames", {}))
+        _merge_placeholders(merged_values, cond.get("ExpressionAttributeValues", {}))
+    if merged_names:
+        body["ExpressionAttributeNames"] = merged_names
+    if merged_values:
+        body["ExpressionAttributeValues"] = merged_values
+    return {"Update": _with_table(body, table_name)}
+
+
+def delete_action(
+    key: Mapping[str, Any], *, condition: Condition | None = None, table_name: str | None = None
+) -> TransactItem:
+    """A ``Delete`` in the same transaction."""
+    body = {"Key": serialize_item(key), **(condition.to_request() if condition else {})}
+    return {"Delete": _with_table(body, table_name)}
+
+
+def put_action(
+    item: Mapping[str, Any], *, condition: Condition | None = None, table_name: str | None = None
+) -> TransactItem:
+    """A ``Put`` of another item in the same transaction (``item`` holds plain Python values)."""
+    body = {"Item": serialize_item(item), **(condition.to_request() if condition else {})}
+    return {"Put": _with_table(body, table_name)}
+
+
+def _with_table(body: dict[str, Any], table_name: str | None) -> dict[str, Any]:
+    return {"TableName": table_name, **body} if table_name else body
+
+
+def _merge_placeholders(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for placeholder, value in extra.items():
+        if placeholder in into and into[placeholder] != value:
+            raise InvalidWrite(
+                f"placeholder {placeholder} means two different things in the update "
+                "expression and its condition; rename one of them"
+            )
+        into[placeholder] = value
+
+
+# ------------------------------------------------------------------ serialization
+
+_SERIALIZER: Final = TypeSerializer()
+
+
+def serialize_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """Plain Python attributes to low-level attribute values.
+
+    Floats are accepted and stored as ``Decimal(repr(x))``: the shortest decimal
+    that reads back as the same float, i.e. the number Python prints (``0.1``
+    stays ``0.1``, not ``0.1000000000000000055...``). NaN and infinities are
+    refused (DynamoDB numbers have none), as are empty sets (DynamoDB has no
+    empty set) and numbers beyond DynamoDB's 38 digits or 1E-130..1E+126 range.
+    """
+    if not isinstance(item, Mapping):
+        raise InvalidWrite(f"an item must be a mapping of attributes, got {type(item).__name__}")
+    result: dict[str, Any] = {}
+    for name, value in item.items():
+        if not isinstance(name, str) or not name:
+            raise InvalidWrite(f"attribute names must be non-empty strings, got {name!r}")
+        result[name] = _serialize(value, name)
+    return result
+
+
+def _serialize(value: Any, path: str) -> dict[str, Any]:
+    prepared = _prepare(value, path)
+    try:
+        serialized = cast(dict[str, Any], _SERIALIZER.serialize(prepared))
+    except DecimalException as exc:
+        raise InvalidWrite(
+            f"attribute {path!r}: a number does not fit DynamoDB "
+            f"(38 significant digits, magnitude from 1E-130 to below 1E+126): "
+            f"{type(exc).__name__}"
+        ) from exc
+    except TypeError as exc:
+        raise InvalidWrite(f"attribute {path!r} cannot be stored in DynamoDB: {exc}") from exc
+    return serialized
+
+
+def _prepare(value: Any, path: str) -> Any:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidWrite(
+                f"attribute {path!r} is {value!r}; DynamoDB numbers have no NaN or Infinity"
+            )
+        return Decimal(repr(value))
+    if isinstance(value, Mapping):
+        prepared = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidWrite(f"attribute {path!r} has a non-string map key {key!r}")
+            prepared[key] = _prepare(item, f"{path}.{key}")
+        return prepared
+    if isinstance(value, list | tuple):
+        return [_prepare(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, set | frozenset):
+        if not value:
+            raise InvalidWrite(
+                f"attribute {path!r} is an empty set; DynamoDB cannot store one, omit the attribute"
+            )
+        return {_prepare(item, path) for item in value}
+    return value
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """Size in bytes of a low-level item per AWS's rules, rounded up where AWS says "approximately".
+
+    Attribute name (UTF-8 bytes) + value, for every attribute. See
+    :func:`attribute_value_size` for the values. The estimate never undercounts,
+    so the writer may refuse an item a few bytes under the real limit but never
+    sends one that DynamoDB would reject for its size.
+    """
+    return sum(_utf8_len(name) + attribute_value_size(value) for name, value in item.items())
+
+
+def attribute_value_size(value: Mapping[str, Any]) -> int:
+    """Size of one low-level attribute value (``{"S": ...}``, ``{"N": ...}``, ``{"M": ...}``...).
+
+    Strings: UTF-8 bytes. Binary: raw bytes. Boolean/null: 1. Numbers: AWS says
+    "about 1 byte per two significant digits + 1"; counted here as
+    ``ceil((digits + 2) / 2) + 1`` plus 1 for a minus sign, an upper bound that
+    covers digit pairs aligned on the decimal point. Map/list: 3 bytes + 1 byte
+    per element + the elements (map keys count like attribute names). Sets: sum
+    of their elements.
+    """
+    if not isinstance(value, Mapping) or len(value) != 1:
+        raise InvalidWrite(f"not a low-level attribute value: {value!r:.80}")
+    ((kind, data),) = value.items()
+    if kind == "S":
+        return _utf8_len(data)
+    if kind == "N":
+        return _number_size(data)
+    if kind == "B":
+        return _binary_len(data)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(_utf8_len(s) for s in data)
+    if kind == "NS":
+        return sum(_number_size(n) for n in data)
+    if kind == "BS":
+        return sum(_binary_len(b) for b in data)
+    if kind == "L":
+        return 3 + sum(1 + attribute_value_size(element) for element in data)
+    if kind == "M":
+        return 3 + sum(1 + _utf8_len(k) + attribute_value_size(v) for k, v in data.items())
+    raise InvalidWrite(f"unknown attribute value type {kind!r}")
+
+
+def _utf8_len(text: Any) -> int:
+    if not isinstance(text, str):
+        raise InvalidWrite(f"expected a string, got {type(text).__name__}")
+    return len(text.encode("utf-8"))
+
+
+def _binary_len(data: Any) -> int:
+    if isinstance(data, bytes | bytearray | memoryview):
+        return len(data)
+    if isinstance(data, str):  # botocore sends a str blob as its UTF-8 bytes
+        return _utf8_len(data)
+    raise InvalidWrite(f"expected bytes for a binary value, got {type(data).__name__}")
+
+
+def _number_size(text: Any) -> int:
+    if not isinstance(text, str):
+        raise InvalidWrite(f"a low-level number must be a string, got {type(text).__name__}")
+    try:
+        digits = Decimal(text).as_tuple().digits
+    except InvalidOperation as exc:
+        raise InvalidWrite(f"{text!r} is not a number") from exc
+    significant = "".join(map(str, digits)).strip("0") or "0"
+    negative = text.lstrip().startswith("-")
+    return math.ceil((len(significant) + 2) / 2) + 1 + (1 if negative else 0)
+
+
+# ---------------------------------------------------------------------- the writer
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What was committed: the event ids (the end-to-end idempotency keys) and outbox SKs."""
+
+    pk: str
+    event_ids: tuple[str, ...]
+    outbox_sks: tuple[str, ...]
+    action_count: int
+
+
+@dataclass(frozen=True)
+class _Action:
+    request: dict[str, Any]
+    label: str
+    role: Role
+    identity: tuple[Any, ...] | None
+    size: int
+
+
+class OutboxWriter:
+    """Writes entities and their events atomically to the outbox table.
+
+    ``client`` is a low-level boto3 DynamoDB client; inject one in tests or to
+    share a configured client. Without it, a default client is created on first
+    use, not at construction, so building a writer at import time costs nothing
+    and needs no credentials. ``pending_shards`` must match the sweeper's
+    setting (it spreads the pending index over that many partitions).
+    ``key_schemas`` names the key attributes of OTHER tables touched by extra
+    Puts, so duplicate actions on them are caught before calling AWS.
+    ``max_event_bytes`` is the bus limit an event must fit (``None`` disables it).
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        client: Any = None,
+        *,
+        pending_shards: int = DEFAULT_PENDING_SHARDS,
+        source: str | None = None,
+        key_schemas: Mapping[str, Sequence[str]] | None = None,
+        max_event_bytes: int | None = MAX_EVENT_BYTES,
+    ) -> None:
+        if not table_name or not isinstance(table_name, str):
+            raise InvalidWrite("table_name must be a non-empty string")
+        if isinstance(pending_shards, bool) or not isinstance(pending_shards, int):
+            raise InvalidWrite("pending_shards must be an integer")
+        if not 1 <= pending_shards <= 100:
+            raise InvalidWrite(f"pending_shards must be between 1 and 100, got {pending_shards}")
+        self.table_name = table_name
+        self.pending_shards = pending_shards
+        self.source = source
+        self.max_event_bytes = max_event_bytes
+        self._client = client
+        self._key_schemas: dict[str, tuple[str, ...]] = {
+            name: tuple(attrs) for name, attrs in (key_schemas or {}).items()
+        }
+        self._key_schemas[table_name] = (ATTR_PK, ATTR_SK)
+
+    @property
+    def client(self) -> Any:
+        """The DynamoDB client, created on first use when none was injected."""
+        if self._client is None:
+            self._client = boto3.client("dynamodb")
+        return self._client
+
+    def new_event(
+        self,
+        entity: Mapping[str, Any] | str,
+        event_type: str,
+        payload: Mapping[str, Any],
+        *,
+        subject: str | None = None,
+        source: str | None = None,
+        correlation_id: str | None = None,
+        trace_id: str | None = None,
+    ) -> Envelope:
+        """An envelope about ``entity`` (an entity item or its PK), with a fresh ULID and time.
+
+        ``subject`` defaults to the entity's PK and ``source`` to the writer's.
+        Build events once and reuse the same envelopes when retrying with a
+        ``client_request_token``: the id and time are part of the request.
+        """
+        pk = entity if isinstance(entity, str) else entity.get(ATTR_PK)
+        if subject is None:
+            if not isinstance(pk, str) or not pk:
+                raise InvalidWrite(f"the entity has no string {ATTR_PK}; pass subject= explicitly")
+            subject = pk
+        source = source if source is not None else self.source
+        if not source:
+            raise InvalidWrite("an event needs a source: pass source= or OutboxWriter(source=...)")
+        try:
+            return Envelope(
+                type=event_type,
+                source=source,
+                subject=subject,
+                payload=payload,
+                correlation_id=correlation_id,
+                trace_id=trace_id,
+            )
+        except InvalidEnvelope as exc:
+            raise InvalidWrite(str(exc)) from exc
+
+    def write(
+        self,
+        entity: Mapping[str, Any],
+        events: Envelope | Iterable[Envelope],
+        *,
+        condition: Condition | None = None,
+        extra_actions: Iterable[Mapping[str, Any]] = (),
+        client_request_token: str | None = None,
+        allow_no_events: bool = False,
+    ) -> WriteResult:
+        """Put ``entity`` and one outbox item per event, plus ``extra_actions``, all or nothing.
+
+        ``entity`` holds plain Python values and must carry string ``PK`` and
+        ``SK``; every event's outbox item goes into the entity's partition.
+        ``condition`` guards the entity Put (``Condition.item_absent()`` for
+        create-only). ``extra_actions`` are ``TransactItems`` elements (see the
+        ``*_action`` builders); a missing ``TableName`` means this table.
+        Actions are sent as: entity (0), events (1..n), extra actions; error
+        messages and cancellation reasons use those indexes.
+
+        Writing no event is refused (:class:`NoEvents`) unless
+        ``allow_no_events``: a code path that forgot its event would otherwise
+        lose it silently. ``client_request_token`` (≤ 36 characters) makes a
+        retry of the same request idempotent for 10 minutes; botocore already
+        sets one per call for its own retries, pass yours to cover your retries.
+
+        Raises :class:`InvalidWrite` (nothing sent), :class:`TransactionCancelled`,
+        :class:`IdempotentParameterMismatch` or :class:`TransactionInProgress`;
+        other AWS errors propagate as botocore ``ClientError``.
+        """
+        pk, entity_action = self._entity_action(entity, condition)
+        return self._transact(
+            pk, [entity_action], events, extra_actions, client_request_token, allow_no_events
+        )
+
+    def write_events(
+        self,
+        pk: str,
+        events: Envelope | Iterable[Envelope],
+        *,
+        extra_actions: Iterable[Mapping[str, Any]] = (),
+        client_request_token: str | None = None,
+    ) -> WriteResult:
+        """Write events into the partition ``pk`` without putting an entity.
+
+        For changes expressed as extra actions instead of a full Put, e.g. an
+        ``update_action`` on the entity plus its event, still in one transaction.
+        """
+        if not isinstance(pk, str) or not pk:
+            raise InvalidWrite("pk must be a non-empty string")
+        return self._transact(pk, [], events, extra_actions, client_request_token, False)
+
+    # -- building the transaction
+
+    def _transact(
+        self,
+        pk: str,
+        actions: list[_Action],
+        events: Envelope | Iterable[Envelope],
+        extra_actions: Iterable[Mapping[str, Any]],
+        client_request_token: str | None,
+        allow_no_events: bool,
+    ) -> WriteResult:
+        envelopes = [events] if isinstance(events, Envelope) else list(events)
+        if not envelopes and not allow_no_events:
+            raise NoEvents(
+                "no event to write: an outbox write without an event is almost always a "
+                "forgotten event; pass allow_no_events=True if this write really has none"
+            )
+        for position, envelope in enumerate(envelopes):
+            actions.append(self._event_action(pk, envelope, len(actions), position))
+        for position, raw in enumerate(extra_actions):
+            actions.append(self._extra_action(raw, len(actions), position))
+        _check_limits(actions)
+
+        request: dict[str, Any] = {"TransactItems": [action.request for action in actions]}
+        if client_request_token is not None:
+            _check_token(client_request_token)
+            request["ClientRequestToken"] = client_request_token
+        try:
+            self.client.transact_write_items(**request)
+        except ClientError as error:
+            translated = _translate(error, actions)
+            if translated is error:
+                raise
+            raise translated from error
+        return WriteResult(
+            pk=pk,
+            event_ids=tuple(envelope.id for envelope in envelopes),
+            outbox_sks=tuple(envelope.outbox_sk for envelope in envelopes),
+            action_count=len(actions),
+        )
+
+    def _entity_action(
+        self, entity: Mapping[str, Any], condition: Condition | None
+    ) -> tuple[str, _Action]:
+        if not isinstance(entity, Mapping):
+            raise InvalidWrite(f"the entity must be a mapping, got {type(entity).__name__}")
+        for attribute in (ATTR_PK, ATTR_SK):
+            value = entity.get(attribute)
+            if not isinstance(value, str) or not value:
+                raise InvalidWrite(
+                    f"the entity needs a non-empty string {attribute} (the table's key), "
+                    f"got {value!r}"
+                )
+        pk, sk = entity[ATTR_PK], entity[ATTR_SK]
+        if sk.startswith(OUTBOX_SK_PREFIX):
+            raise InvalidWrite(
+                f"the entity's SK {sk!r} starts with {OUTBOX_SK_PREFIX!r}, which is reserved "
+                "for outbox items: the publisher would take the entity for an event"
+            )
+        item = serialize_item(entity)
+        body = {"TableName": self.table_name, "Item": item}
+        if condition is not None:
+            body.update(condition.to_request())
+        key = {ATTR_PK: item[ATTR_PK], ATTR_SK: item[ATTR_SK]}
+        return pk, _Action(
+            request={"Put": body},
+            label=f"Put entity {_describe_key(key)}",
+            role="entity",
+            identity=_identity(self.table_name, key),
+            size=item_size(item),
+        )
+
+    def _event_action(self, pk: str, envelope: Envelope, index: int, position: int) -> _Action:
+        if not isinstance(envelope, Envelope):
+            raise InvalidWrite(
+                f"event #{position} must be an Envelope (see OutboxWriter.new_event), "
+                f"got {type(envelope).__name__}"
+            )
+        item = outbox_item(pk, envelope, self.pending_shards)
+        label = f"Put outbox event {envelope.type} {_describe_key(item)}"
+        if self.max_event_bytes is not None:
+            # PutEvents entry size: 14 bytes for Time + Source + DetailType + Detail.
+            event_bytes = (
+                14
+                + _utf8_len(envelope.source)
+                + _utf8_len(envelope.type)
+                + _utf8_len(item["envelope"]["S"])
+            )
+            if event_bytes > self.max_event_bytes:
+                raise EventTooLarge(
+                    f"action {index} ({label}): the event is {event_bytes} bytes, over the "
+                    f"bus limit of {self.max_event_bytes} bytes; it could never be published "
+                    "(store the data in the entity and publish a reference instead)",
+                    limit=self.max_event_bytes,
+                    actual=event_bytes,
+                    index=index,
+                )
+        return _Action(
+            request={
+                "Put": {
+                    "TableName": self.table_name,
+                    "Item": item,
+                    # Event ids are ULIDs, so a clash means the same envelope was
+                    # written twice: fail rather than overwrite a published event.
+                    "ConditionExpression": "attribute_not_exists(#outbox_sk)",
+                    "ExpressionAttributeNames": {"#outbox_sk": ATTR_SK},
+                }
+            },
+            label=label,
+            role="event",
+            identity=_identity(self.table_name, item),
+            size=item_size(item),
+        )
+
+    def _extra_action(self, raw: Mapping[str, Any], index: int, position: int) -> _Action:
+        where = f"extra action #{position} (action {index})"
+        if not isinstance(raw, Mapping) or len(raw) != 1:
+            raise InvalidWrite(
+                f"{where} must be a mapping with exactly one of {', '.join(_ACTION_KINDS)}"
+            )
+        ((kind, body),) = raw.items()
+        if kind not in _ACTION_KINDS or not isinstance(body, Mapping):
+            raise InvalidWrite(
+                f"{where}: {kind!r} is not one of {', '.join(_ACTION_KINDS)} with a mapping body"
+            )
+        body = dict(body)
+        table = body.setdefault("TableName", self.table_name)
+        if not isinstance(table, str) or not table:
+            raise InvalidWrite(f"{where}: TableName must be a non-empty string")
+        on_other_table = "" if table == self.table_name else f" on {table}"
+
+        if kind == "Put":
+            item = body.get("Item")
+            if not isinstance(item, Mapping):
+                raise InvalidWrite(f"{where}: a Put needs an Item mapping")
+            schema = self._key_schemas.get(table)
+            key = {name: item[name] for name in schema if name in item} if schema else None
+            size = item_size(item)
+            label = f"Put{on_other_table} {_describe_key(key) if key else '(key unknown)'}"
+            identity = _identity(table, key) if key else None
+        else:
+            key = body.get("Key")
+            if not isinstance(key, Mapping) or not key:
+                raise InvalidWrite(f"{where}: a {kind} needs a Key mapping")
+            if kind == "Update" and not body.get("UpdateExpression"):
+                raise InvalidWrite(f"{where}: an Update needs an UpdateExpression")
+            values = body.get("ExpressionAttributeValues") or {}
+            size = item_size(key) + sum(attribute_value_size(v) for v in values.values())
+            label = f"{kind}{on_other_table} {_describe_key(key)}"
+            identity = _identity(table, key)
+        return _Action(
+            request={kind: body}, label=label, role="extra", identity=identity, size=size
+        )
+
+
+# ------------------------------------------------------------------------- checks
+
+
+def _check_limits(actions: Sequence[_Action]) -> None:
+    if len(actions) > MAX_TRANSACTION_ACTIONS:
+        raise TooManyActions(
+            f"the transaction has {len(actions)} actions; TransactWriteItems allows at most "
+            f"{MAX_TRANSACTION_ACTIONS}",
+            limit=MAX_TRANSACTION_ACTIONS,
+            actual=len(actions),
+        )
+    seen: dict[tuple[Any, ...], int] = {}
+    for index, action in enumerate(actions):
+        # Only a Put's size is known here; an Update's resulting item is checked by AWS.
+        if "Put" in action.request and action.size > MAX_ITEM_BYTES:
+            raise ItemTooLarge(
+                f"action {index} ({action.label}) is about {action.size} bytes, over "
+                f"DynamoDB's item limit of {MAX_ITEM_BYTES} bytes (estimate rounds up)",
+                limit=MAX_ITEM_BYTES,
+                actual=action.size,
+                index=index,
+            )
+        if action.identity is None:
+            continue
+        if action.identity in seen:
+            first = seen[action.identity]
+            raise DuplicateItemInTransaction(
+                f"action {index} ({action.label}) and action {first} "
+                f"({actions[first].label}) target the same item; TransactWriteItems allows "
+                "one action per item (put a check on the entity into its condition instead)",
+                first_index=first,
+                second_index=index,
+            )
+        seen[action.identity] = index
+    total = sum(action.size for action in actions)
+    if total > MAX_TRANSACTION_BYTES:
+        raise TransactionTooLarge(
+            f"the transaction's items add up to about {total} bytes, over the "
+            f"TransactWriteItems limit of {MAX_TRANSACTION_BYTES} bytes",
+            limit=MAX_TRANSACTION_BYTES,
+            actual=total,
+        )
+
+
+def _check_token(token: Any) -> None:
+    if not isinstance(token, str) or not 1 <= len(token) <= MAX_CLIENT_REQUEST_TOKEN_LENGTH:
+        actual = len(token) if isinstance(token, str) else type(token).__name__
+        raise InvalidWrite(
+            "client_request_token must be a string of 1 to "
+            f"{MAX_CLIENT_REQUEST_TOKEN_LENGTH} characters, got {actual}"
+        )
+
+
+def _identity(table: str, key: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A hashable id of (table, key); numbers are normalised because 1 and 1.0 are one key."""
+    parts = []
+    for name in sorted(key):
+        value = key[name]
+        ((kind, data),) = value.items()
+        if kind == "N":
+            with contextlib.suppress(InvalidOperation):
+                data = str(Decimal(data).normalize())
+        elif kind == "B":
+            data = bytes(data) if not isinstance(data, str) else data.encode()
+        parts.append((name, kind, data))
+    return (table, tuple(parts))
+
+
+def _describe_key(key: Mapping[str, Any]) -> str:
+    """``PK=ORDER#1 SK=META``: an item's PK/SK, or every key attribute of another table."""
+    names = [name for name in (ATTR_PK, ATTR_SK) if name in key] or sorted(key)
+    return " ".join(f"{name}={_short(key[name])}" for name in names)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, Mapping) and len(value) == 1:
+        ((kind, data),) = value.items()
+        if kind == "B" and not isinstance(data, str):
+            data = base64.b64encode(bytes(data)).decode()
+        text = str(data)
+    else:
+        text = str(value)
+    return text if len(text) <= 64 else text[:61] + "..."
+
+
+# -------------------------------------------------------------- error translation
+
+_CODES_IN_MESSAGE: Final = re.compile(r"\[([^\[\]]*)\]\s*$")
+
+
+def _translate(error: ClientError, actions: Sequence[_Action]) -> Exception:
+    code = error.response.get("Error", {}).get("Code", "")
+    aws_message = error.response.get("Error", {}).get("Message", "") or str(error)
+    if code == "TransactionCanceledException":
+        return _cancelled(error, actions, aws_message)
+    if code == "IdempotentParameterMismatchException":
+        return IdempotentParameterMismatch(
+            "the client_request_token was already used in the last 10 minutes for a request "
+            "with different parameters; reuse a token only to retry the very same write "
+            f"(same envelopes), or use a new token ({aws_message})"
+        )
+    if code == "TransactionInProgressException":
+        return TransactionInProgress(
+            "a request with the same client_request_token is still in progress; retry later "
+            f"with the same token and parameters ({aws_message})"
+        )
+    return error
+
+
+def _cancelled(
+    error: ClientError, actions: Sequence[_Action], aws_message: str
+) -> TransactionCancelled:
+    raw: list[Mapping[str, Any]] = list(error.response.get("CancellationReasons") or [])
+    if not raw:
+        # Some emulators and older SDKs give the codes only in the message:
+        # "... [ConditionalCheckFailed, None]".
+        match = _CODES_IN_MESSAGE.search(aws_message)
+        if match:
+            raw = [{"Code": c.strip()} for c in match.group(1).split(",") if c.strip()]
+    if len(raw) != len(actions):
+        return TransactionCancelled(
+            f"transaction cancelled; AWS returned {len(raw)} cancellation reason(s) for "
+            f"{len(actions)} action(s), so they cannot be matched to actions: {aws_message}",
+            [],
+        )
+    reasons = [
+        CancellationReason(
+            index=index,
+            label=action.label,
+            role=action.role,
+            code=None if reason.get("Code") in (None, "None") else str(reason["Code"]),
+            message=reason.get("Message"),
+            item=reason.get("Item"),
+        )
+        for index, (action, reason) in enumerate(zip(actions, raw, strict=True))
+    ]
+    failures = [reason.describe() for reason in reasons if reason.failed]
+    detail = "; ".join(failures) if failures else f"no action named as the cause: {aws_message}"
+    return TransactionCancelled(f"transaction cancelled: {detail}", reasons)
