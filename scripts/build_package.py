@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Build the Lambda deployment package as a reproducible zip.
+
+The same sources always give the same bytes: entries are sorted, every
+timestamp is fixed, permissions are normalised and nothing from the build
+machine (paths, mtimes, bytecode) leaks in. That is what lets the zip be
+committed, lets Terraform's ``filebase64sha256`` stay stable across machines,
+and lets ``--check`` prove the committed zip matches ``lambda/``.
+
+What goes in: the ``dynamodb_outbox`` package without its ``local`` runtime
+(test tooling, not shipped), plus the pure-Python ``ulid`` package it imports.
+boto3 comes from the Lambda runtime and Powertools from its public layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import io
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = ROOT / "lambda" / "dynamodb_outbox"
+DEFAULT_OUTPUT = ROOT / "package" / "dynamodb_outbox.zip"
+EXCLUDED_SUBPACKAGES = {"local"}
+FIXED_DATE_TIME = (1980, 1, 1, 0, 0, 0)
+VENDORED = ("ulid",)
+
+
+def _python_files(root: Path, arc_root: str, excluded: set[str]) -> Iterator[tuple[str, Path]]:
+    for path in root.rglob("*"):
+        rel = path.relative_to(root)
+        if rel.parts and rel.parts[0] in excluded:
+            continue
+        if "__pycache__" in rel.parts or not path.is_file():
+            continue
+        if path.suffix in {".py", ".typed"} or path.name == "py.typed":
+            yield f"{arc_root}/{rel.as_posix()}", path
+
+
+def _vendored_files(module: str) -> Iterator[tuple[str, Path]]:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(
+            f"build_package: the package {module!r} is not installed in this interpreter "
+            f"({sys.executable}); run `make venv` first"
+        )
+    yield from _python_files(Path(next(iter(spec.submodule_search_locations))), module, set())
+
+
+def entries() -> list[tuple[str, Path]]:
+    found = list(_python_files(PACKAGE_DIR, "dynamodb_outbox", EXCLUDED_SUBPACKAGES))
+    for module in VENDORED:
+        found.extend(_vendored_files(module))
+    return sorted(found)
+
+
+def build() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for arcname, path in entries():
+            info = zipfile.ZipInfo(arcname, date_time=FIXED_DATE_TIME)
+            info.external_attr = 0o100644 << 16
+            info.create_system = 3
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes(), compresslevel=9)
+    return buffer.getvalue()
+
+
+def _shown(path: Path) -> str:
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="do not write; exit 1 when the file at --output differs from a fresh build",
+    )
+    args = parser.parse_args()
+    fresh = build()
+    if args.check:
+        if not args.output.exists():
+            print(
+                f"package-check: {args.output} does not exist; run `make package`", file=sys.stderr
+            )
+            return 1
+        if args.output.read_bytes() != fresh:
+            with zipfile.ZipFile(args.output) as committed:
+                old = {i.filename: i.CRC for i in committed.infolist()}
+            with zipfile.ZipFile(io.BytesIO(fresh)) as rebuilt:
+                new = {i.filename: i.CRC for i in rebuilt.infolist()}
+            changed = sorted(n for n in old.keys() | new.keys() if old.get(n) != new.get(n))
+            print(
+                f"package-check: {_shown(args.output)} is stale; differing entries: "
+                f"{', '.join(changed) or '(metadata only)'}. Run `make package` and commit it.",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"package-check: {_shown(args.output)} matches lambda/ ({len(fresh)} bytes)")
+        return 0
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_bytes(fresh)
+    print(f"package: wrote {_shown(args.output)} ({len(fresh)} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
