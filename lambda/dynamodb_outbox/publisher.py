@@ -1,0 +1,779 @@
+"""Stream publisher: DynamoDB stream → event bus, then delete what was published.
+
+Lambda entry point: ``dynamodb_outbox.publisher.handler``, fed by a DynamoDB
+Streams event source mapping with ``ReportBatchItemFailures``.
+
+The rules, and why:
+
+* The partial batch response of a stream is a checkpoint: Lambda retries from
+  the lowest sequence number reported. So the publisher stops at the first
+  retryable failure and reports that one record; anything it did past it would
+  be redone (and re-published) anyway.
+* A record that can never succeed (poison) must not block its shard, and must
+  not be lost either: its outbox item is quarantined in the table (marked and
+  taken out of the pending index), counted and logged; the batch goes on.
+* An outbox item is deleted only after its event was published. A delete that
+  fails leaves an item the sweeper publishes again later: a duplicate, which
+  consumers absorb by event id, never a loss. So a failed delete never fails
+  the batch.
+
+The sending side sits behind :class:`Sink`, so another transport (SNS
+``PublishBatch``) only has to say how big an entry is, how many fit in a call
+and which error codes are worth retrying; the failure handling stays here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, Final, Protocol, TypedDict
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dynamodb_outbox.envelope import (
+    ATTR_ENVELOPE,
+    ATTR_PENDING_SHARD,
+    ATTR_PK,
+    ATTR_QUARANTINE_REASON,
+    ATTR_QUARANTINED_AT,
+    ATTR_SK,
+    ATTR_STATUS,
+    OUTBOX_SK_PREFIX,
+    STATUS_QUARANTINED,
+    Envelope,
+)
+from dynamodb_outbox.stream_types import (
+    AttributeMap,
+    DynamoDBStreamEvent,
+    DynamoDBStreamRecord,
+    PartialBatchResponse,
+)
+
+__all__ = [
+    "ENV_EVENT_BUS_NAME",
+    "ENV_TABLE_NAME",
+    "NON_RETRYABLE_PUT_EVENTS_CODES",
+    "PUT_EVENTS_MAX_ENTRIES",
+    "PUT_EVENTS_MAX_REQUEST_BYTES",
+    "DynamoDBClient",
+    "EntryResult",
+    "EventBridgeSink",
+    "EventsClient",
+    "MissingSequenceNumber",
+    "OutboundEvent",
+    "PublishResult",
+    "Runtime",
+    "Sink",
+    "SinkError",
+    "default_runtime",
+    "handler",
+    "publish_stream_batch",
+    "put_events_entry_size",
+    "record_metrics",
+]
+
+ENV_EVENT_BUS_NAME: Final = "OUTBOX_EVENT_BUS_NAME"
+ENV_TABLE_NAME: Final = "OUTBOX_TABLE_NAME"
+DEFAULT_METRICS_NAMESPACE: Final = "DynamoDBOutbox"
+DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-publisher"
+
+PUT_EVENTS_MAX_ENTRIES: Final = 10
+# AWS: the entries of one PutEvents request must total *less than* 256 KB. The
+# 2026 1 MB payload announcement is not relied on until it is confirmed per request.
+PUT_EVENTS_MAX_REQUEST_BYTES: Final = 256 * 1024 - 1
+# AWS's entry size formula counts 14 bytes for an entry that carries a Time.
+PUT_EVENTS_TIME_BYTES: Final = 14
+
+# PutEvents per-entry codes AWS documents as not worth retrying. Any other code,
+# including one AWS adds later, is treated as retryable: a wrong "retryable"
+# costs a blocked shard until the mapping's bounded retries give up (the item
+# stays pending and the sweeper republishes it), a wrong "poison" would park a
+# good event in quarantine until someone releases it by hand.
+NON_RETRYABLE_PUT_EVENTS_CODES: Final = frozenset(
+    {
+        "AccessDeniedException",
+        "InvalidAccountIdException",
+        "InvalidArgument",
+        "MalformedDetail",
+        "NotAuthorizedForDetailTypeException",
+        "NotAuthorizedForSourceException",
+        "RedactionFailure",
+    }
+)
+
+BATCH_WRITE_MAX_ITEMS: Final = 25
+DEFAULT_DELETE_RETRIES: Final = 5
+DELETE_BACKOFF_BASE_SECONDS: Final = 0.05
+DELETE_BACKOFF_MAX_SECONDS: Final = 1.0
+MAX_REASON_CHARS: Final = 500
+
+# Leaving the sparse pending index (REMOVE the shard) is what stops the sweeper
+# from picking the poison item up again.
+_QUARANTINE_UPDATE: Final = "SET #status = :status, #reason = :reason, #at = :at REMOVE #pending"
+
+logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", DEFAULT_SERVICE_NAME))
+metrics = Metrics(
+    namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", DEFAULT_METRICS_NAMESPACE)
+)
+
+
+# --------------------------------------------------------------------------- clients
+
+
+class PutEventsRequestEntry(TypedDict, total=False):
+    Time: datetime
+    Source: str
+    Resources: list[str]
+    DetailType: str
+    Detail: str
+    EventBusName: str
+    TraceHeader: str
+
+
+class EventsClient(Protocol):
+    """The part of the boto3 EventBridge client the publisher uses."""
+
+    def put_events(self, *, Entries: list[PutEventsRequestEntry]) -> Mapping[str, Any]: ...
+
+
+class DynamoDBClient(Protocol):
+    """The part of the boto3 DynamoDB client the publisher uses."""
+
+    def update_item(
+        self,
+        *,
+        TableName: str,
+        Key: AttributeMap,
+        UpdateExpression: str,
+        ConditionExpression: str,
+        ExpressionAttributeNames: dict[str, str],
+        ExpressionAttributeValues: AttributeMap,
+    ) -> Mapping[str, Any]: ...
+
+    def batch_write_item(
+        self, *, RequestItems: dict[str, list[dict[str, Any]]]
+    ) -> Mapping[str, Any]: ...
+
+
+# ----------------------------------------------------------------------------- sinks
+
+
+@dataclass(frozen=True)
+class OutboundEvent:
+    """An event ready to send: its envelope and the exact JSON the writer committed."""
+
+    envelope: Envelope
+    body: str
+    time: datetime
+
+
+@dataclass(frozen=True)
+class EntryResult:
+    """What the transport said about one entry of a call."""
+
+    error_code: str | None = None
+    error_message: str | None = None
+    retryable: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code is None
+
+
+class SinkError(Exception):
+    """The call failed as a whole: nothing is known about any of its entries."""
+
+
+class Sink(Protocol):
+    """Where events go. One :meth:`send` is one API call, in the order given."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def max_entries(self) -> int: ...
+
+    @property
+    def max_request_bytes(self) -> int:
+        """Inclusive upper bound on the sum of :meth:`entry_size` over one call."""
+        ...
+
+    def entry_size(self, event: OutboundEvent) -> int: ...
+
+    def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
+        """One result per event, aligned with ``events``.
+
+        Raises :class:`SinkError` or a botocore error when the call itself failed.
+        """
+        ...
+
+
+def put_events_entry_size(
+    *, source: str, detail_type: str, detail: str, resources: Sequence[str] = (), has_time: bool
+) -> int:
+    """AWS's "Calculating PutEvents entry size" formula (EventBusName does not count)."""
+    size = PUT_EVENTS_TIME_BYTES if has_time else 0
+    size += len(source.encode("utf-8"))
+    size += len(detail_type.encode("utf-8"))
+    size += len(detail.encode("utf-8"))
+    size += sum(len(resource.encode("utf-8")) for resource in resources)
+    return size
+
+
+class EventBridgeSink:
+    """``PutEvents`` on one bus (name or ARN): at most 10 entries and < 256 KB per call."""
+
+    name = "PutEvents"
+    max_entries = PUT_EVENTS_MAX_ENTRIES
+
+    def __init__(
+        self,
+        client: EventsClient,
+        event_bus_name: str,
+        *,
+        max_request_bytes: int = PUT_EVENTS_MAX_REQUEST_BYTES,
+    ) -> None:
+        if not event_bus_name:
+            raise ValueError("the event bus name (or ARN) must be a non-empty string")
+        self._client = client
+        self.event_bus_name = event_bus_name
+        self.max_request_bytes = max_request_bytes
+
+    def entry_size(self, event: OutboundEvent) -> int:
+        return put_events_entry_size(
+            source=event.envelope.source,
+            detail_type=event.envelope.type,
+            detail=event.body,
+            has_time=True,
+        )
+
+    def entry(self, event: OutboundEvent) -> PutEventsRequestEntry:
+        return {
+            "Time": event.time,
+            "Source": event.envelope.source,
+            "DetailType": event.envelope.type,
+            "Detail": event.body,
+            "EventBusName": self.event_bus_name,
+        }
+
+    def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
+        response = self._client.put_events(Entries=[self.entry(event) for event in events])
+        entries = response.get("Entries")
+        if not isinstance(entries, list) or len(entries) != len(events):
+            # Without a 1:1 answer no entry can be trusted as published.
+            raise SinkError(
+                f"PutEvents answered {len(entries) if isinstance(entries, list) else 'no'} "
+                f"entries for {len(events)} sent"
+            )
+        return [self._result(entry) for entry in entries]
+
+    @staticmethod
+    def _result(entry: Mapping[str, Any]) -> EntryResult:
+        code = entry.get("ErrorCode")
+        if not code:
+            return EntryResult()
+        return EntryResult(
+            error_code=str(code),
+            error_message=str(entry.get("ErrorMessage") or ""),
+            retryable=str(code) not in NON_RETRYABLE_PUT_EVENTS_CODES,
+        )
+
+
+# ---------------------------------------------------------------------------- result
+
+
+class MissingSequenceNumber(RuntimeError):
+    """The record to retry from has no sequence number to report.
+
+    Lambda reads an empty or null ``itemIdentifier`` as "the whole batch failed";
+    raising has the same effect but says so plainly, shows in the function's
+    Errors metric and lets bisect-on-error split the batch. Retrying the whole
+    batch re-publishes what was already sent: duplicates, never a loss.
+    ``result`` holds what was done before (published items are already deleted).
+    """
+
+    def __init__(self, message: str, result: PublishResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass
+class PublishResult:
+    """What one batch did; :meth:`response` is what Lambda gets back."""
+
+    records: int = 0
+    published: int = 0
+    quarantined: int = 0
+    #: poison records whose item was already gone (published and deleted elsewhere).
+    quarantine_item_gone: int = 0
+    #: not outbox inserts (the mapping filter should have dropped them).
+    skipped: int = 0
+    #: records without a readable key: nothing to publish or quarantine, logged.
+    unreadable: int = 0
+    #: entries (or quarantine writes) that failed retryably; a failed call counts
+    #: every entry it carried.
+    retryable_failures: int = 0
+    deleted: int = 0
+    delete_leftovers: int = 0
+    send_calls: int = 0
+    quarantine_calls: int = 0
+    delete_calls: int = 0
+    #: index in the batch of the record Lambda retries from, if any.
+    failure_position: int | None = None
+    failure_sequence_number: str | None = None
+
+    def response(self) -> PartialBatchResponse:
+        if self.failure_sequence_number is None:
+            return {"batchItemFailures": []}
+        return {"batchItemFailures": [{"itemIdentifier": self.failure_sequence_number}]}
+
+
+# ------------------------------------------------------------------- record planning
+
+
+@dataclass(frozen=True)
+class _Skip:
+    position: int
+    sequence_number: str | None
+
+
+@dataclass(frozen=True)
+class _Unreadable:
+    position: int
+    sequence_number: str | None
+    why: str
+
+
+@dataclass(frozen=True)
+class _Poison:
+    position: int
+    sequence_number: str | None
+    key: AttributeMap
+    reason: str
+
+
+@dataclass(frozen=True)
+class _Publish:
+    position: int
+    sequence_number: str | None
+    key: AttributeMap
+    event: OutboundEvent
+    size: int
+
+
+_Plan = _Skip | _Unreadable | _Poison | _Publish
+
+
+def _get(mapping: object, name: str) -> object:
+    return mapping.get(name) if isinstance(mapping, Mapping) else None
+
+
+def _string_attribute(item: object, name: str) -> str | None:
+    value = _get(_get(item, name), "S")
+    return value if isinstance(value, str) else None
+
+
+def _key(keys: object) -> AttributeMap | None:
+    pk, sk = _get(keys, ATTR_PK), _get(keys, ATTR_SK)
+    if not isinstance(pk, Mapping) or not isinstance(sk, Mapping):
+        return None
+    return {ATTR_PK: dict(pk), ATTR_SK: dict(sk)}
+
+
+def _parse_time(text: str) -> datetime:
+    parsed = datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _plan(position: int, record: object, sink: Sink) -> _Plan:
+    stream = _get(record, "dynamodb")
+    sequence = _get(stream, "SequenceNumber")
+    sequence_number = sequence if isinstance(sequence, str) and sequence else None
+    if _get(record, "eventName") != "INSERT":
+        return _Skip(position, sequence_number)
+    keys = _get(stream, "Keys")
+    if not isinstance(keys, Mapping):
+        return _Unreadable(position, sequence_number, "record has no dynamodb.Keys")
+    sk = _string_attribute(keys, ATTR_SK)
+    if sk is None or not sk.startswith(OUTBOX_SK_PREFIX):
+        return _Skip(position, sequence_number)
+    key = _key(keys)
+    if key is None:
+        return _Unreadable(position, sequence_number, f"outbox record {sk!r} has no {ATTR_PK} key")
+
+    def poison(reason: str) -> _Poison:
+        return _Poison(position, sequence_number, key, reason[:MAX_REASON_CHARS])
+
+    image = _get(stream, "NewImage")
+    if not isinstance(image, Mapping):
+        return poison("stream record has no NewImage (stream view type must include new images)")
+    body = _string_attribute(image, ATTR_ENVELOPE)
+    if body is None:
+        return poison(f"outbox item has no string attribute {ATTR_ENVELOPE!r}")
+    try:
+        envelope = Envelope.from_json(body)
+        event_time = _parse_time(envelope.time)
+    except ValueError as exc:  # InvalidEnvelope is a ValueError
+        return poison(f"invalid envelope: {exc}")
+    if OUTBOX_SK_PREFIX + envelope.id != sk:
+        return poison(f"envelope id {envelope.id!r} does not match sort key {sk!r}")
+    event = OutboundEvent(envelope=envelope, body=body, time=event_time)
+    size = sink.entry_size(event)
+    if size > sink.max_request_bytes:
+        return poison(
+            f"event too large for {sink.name}: {size} bytes, limit {sink.max_request_bytes}"
+        )
+    return _Publish(position, sequence_number, key, event, size)
+
+
+def _groups(plans: Sequence[_Plan], sink: Sink) -> Iterator[list[_Poison | _Publish]]:
+    """Stream-ordered groups: the entries of one call plus the poison records among them."""
+    group: list[_Poison | _Publish] = []
+    count = size = 0
+    for plan in plans:
+        if isinstance(plan, _Publish):
+            if count and (count >= sink.max_entries or size + plan.size > sink.max_request_bytes):
+                yield group
+                group, count, size = [], 0, 0
+            count += 1
+            size += plan.size
+            group.append(plan)
+        elif isinstance(plan, _Poison):
+            group.append(plan)
+    if group:
+        yield group
+
+
+# ----------------------------------------------------------------------- the batch
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _error_code(exc: Exception) -> str:
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code") or type(exc).__name__)
+    return type(exc).__name__
+
+
+def _key_label(key: AttributeMap) -> dict[str, object]:
+    return {name: next(iter(value.values()), None) for name, value in key.items()}
+
+
+class _Batch:
+    """The state of one batch; :func:`publish_stream_batch` is its public face."""
+
+    def __init__(
+        self,
+        *,
+        sink: Sink,
+        table_name: str,
+        dynamodb_client: DynamoDBClient,
+        sleep: Callable[[float], None],
+        clock: Callable[[], datetime],
+        delete_retries: int,
+    ) -> None:
+        self.sink = sink
+        self.table_name = table_name
+        self.dynamodb = dynamodb_client
+        self.sleep = sleep
+        self.clock = clock
+        self.delete_retries = delete_retries
+        self.result = PublishResult()
+        self.published: list[_Publish] = []
+
+    def run(self, records: Sequence[object]) -> _Poison | _Publish | None:
+        self.result.records = len(records)
+        plans = [_plan(position, record, self.sink) for position, record in enumerate(records)]
+        for plan in plans:
+            if isinstance(plan, _Skip):
+                self.result.skipped += 1
+            elif isinstance(plan, _Unreadable):
+                # Without a key there is no item to mark; blocking the shard on it
+                # would not help either. The log line is the only trace left.
+                self.result.unreadable += 1
+                logger.error(
+                    "unreadable stream record skipped",
+                    extra={"why": plan.why, "sequence_number": plan.sequence_number},
+                )
+        failure: _Poison | _Publish | None = None
+        for group in _groups(plans, self.sink):
+            failure = self._process(group)
+            if failure is not None:
+                break
+        self._delete_published()
+        return failure
+
+    def _process(self, group: list[_Poison | _Publish]) -> _Poison | _Publish | None:
+        # Quarantine first: it is idempotent, so doing it for a record past a later
+        # send failure costs one redundant write on the retry, whereas sending
+        # entries past a failed quarantine would publish them twice.
+        stop = len(group)
+        quarantine_failure: _Poison | None = None
+        for index, plan in enumerate(group):
+            if isinstance(plan, _Poison) and not self._quarantine(plan, plan.reason):
+                quarantine_failure, stop = plan, index
+                break
+        to_send = [plan for plan in group[:stop] if isinstance(plan, _Publish)]
+        if not to_send:
+            return quarantine_failure
+        send_failure: _Publish | None = None
+        for plan, outcome in zip(to_send, self._send(to_send), strict=True):
+            if outcome.ok:
+                self.published.append(plan)
+                continue
+            if outcome.retryable:
+                self.result.retryable_failures += 1
+            if send_failure is not None:
+                continue  # past the checkpoint: Lambda delivers it again
+            if outcome.retryable:
+                send_failure = plan
+                logger.warning(
+                    "retryable publish failure; checkpointing",
+                    extra={
+                        "error_code": outcome.error_code,
+                        "error_message": outcome.error_message,
+                        "sequence_number": plan.sequence_number,
+                        "key": _key_label(plan.key),
+                    },
+                )
+            elif not self._quarantine(
+                plan, f"{self.sink.name} rejected it: {outcome.error_code}: {outcome.error_message}"
+            ):
+                send_failure = plan
+        # Entries of the call are all before ``stop``, so a send failure comes first.
+        return send_failure if send_failure is not None else quarantine_failure
+
+    def _send(self, plans: list[_Publish]) -> list[EntryResult]:
+        self.result.send_calls += 1
+        try:
+            return self.sink.send([plan.event for plan in plans])
+        except (ClientError, BotoCoreError, SinkError) as exc:
+            # Whether any entry got through is unknown: none is deleted, and the
+            # first one is where Lambda resumes.
+            logger.warning(
+                "publish call failed",
+                extra={"sink": self.sink.name, "error": str(exc), "entries": len(plans)},
+            )
+            failed = EntryResult(
+                error_code=_error_code(exc), error_message=str(exc), retryable=True
+            )
+            return [failed] * len(plans)
+
+    def _quarantine(self, plan: _Poison | _Publish, reason: str) -> bool:
+        """Mark the item poison; False when that must be retried (the marker would be lost)."""
+        reason = reason[:MAX_REASON_CHARS]
+        self.result.quarantine_calls += 1
+        log_fields = {
+            "reason": reason,
+            "key": _key_label(plan.key),
+            "sequence_number": plan.sequence_number,
+        }
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table_name,
+                Key=plan.key,
+                UpdateExpression=_QUARANTINE_UPDATE,
+                # An item that is gone was published and deleted (e.g. by the
+                # sweeper): UpdateItem must not bring it back as a stub.
+                ConditionExpression="attribute_exists(#sk)",
+                ExpressionAttributeNames={
+                    "#status": ATTR_STATUS,
+                    "#reason": ATTR_QUARANTINE_REASON,
+                    "#at": ATTR_QUARANTINED_AT,
+                    "#pending": ATTR_PENDING_SHARD,
+                    "#sk": ATTR_SK,
+                },
+                ExpressionAttributeValues={
+                    ":status": {"S": STATUS_QUARANTINED},
+                    ":reason": {"S": reason},
+                    ":at": {"S": _iso(self.clock())},
+                },
+            )
+        except (ClientError, BotoCoreError) as exc:
+            if _error_code(exc) == "ConditionalCheckFailedException":
+                self.result.quarantine_item_gone += 1
+                logger.info(
+                    "poison record's item is already gone; nothing to quarantine", extra=log_fields
+                )
+                return True
+            # Every other error, throttling or not, is retried: skipping would
+            # leave a poison item in the pending index with no marker on it.
+            self.result.retryable_failures += 1
+            logger.warning(
+                "quarantine failed; checkpointing",
+                extra={**log_fields, "error_code": _error_code(exc), "error": str(exc)},
+            )
+            return False
+        self.result.quarantined += 1
+        logger.warning("event quarantined", extra=log_fields)
+        return True
+
+    def _delete_published(self) -> None:
+        unique: dict[str, AttributeMap] = {}
+        for plan in self.published:
+            unique.setdefault(json.dumps(plan.key, sort_keys=True), plan.key)
+        self.result.published = len(self.published)
+        keys = list(unique.values())
+        for start in range(0, len(keys), BATCH_WRITE_MAX_ITEMS):
+            self._delete_chunk(keys[start : start + BATCH_WRITE_MAX_ITEMS])
+
+    def _delete_chunk(self, keys: list[AttributeMap]) -> None:
+        pending: list[dict[str, Any]] = [{"DeleteRequest": {"Key": key}} for key in keys]
+        retries = 0
+        while True:
+            self.result.delete_calls += 1
+            try:
+                response = self.dynamodb.batch_write_item(RequestItems={self.table_name: pending})
+                unprocessed = list(response.get("UnprocessedItems", {}).get(self.table_name, []))
+            except (ClientError, BotoCoreError) as exc:
+                # Same as "nothing processed": retried within the same budget, and
+                # never a batch failure (the events are already out).
+                logger.warning(
+                    "BatchWriteItem failed", extra={"error": str(exc), "deletes": len(pending)}
+                )
+                unprocessed = pending
+            self.result.deleted += len(pending) - len(unprocessed)
+            pending = unprocessed
+            if not pending:
+                return
+            if retries >= self.delete_retries:
+                break
+            retries += 1
+            self.sleep(
+                min(DELETE_BACKOFF_MAX_SECONDS, DELETE_BACKOFF_BASE_SECONDS * 2 ** (retries - 1))
+            )
+        self.result.delete_leftovers += len(pending)
+        logger.warning(
+            "published outbox items left undeleted; the sweeper will publish them again",
+            extra={
+                "count": len(pending),
+                "keys": [_key_label(request["DeleteRequest"]["Key"]) for request in pending],
+            },
+        )
+
+
+def publish_stream_batch(
+    records: Sequence[DynamoDBStreamRecord],
+    *,
+    sink: Sink,
+    table_name: str,
+    dynamodb_client: DynamoDBClient,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], datetime] = _utc_now,
+    delete_retries: int = DEFAULT_DELETE_RETRIES,
+) -> PublishResult:
+    """Publish one stream batch in order, quarantine poison, delete what was published.
+
+    Returns the result whose :meth:`PublishResult.response` is the partial batch
+    response. Raises :class:`MissingSequenceNumber` when the record to retry
+    from cannot be named (after deleting what was published).
+    """
+    batch = _Batch(
+        sink=sink,
+        table_name=table_name,
+        dynamodb_client=dynamodb_client,
+        sleep=sleep,
+        clock=clock,
+        delete_retries=delete_retries,
+    )
+    failure = batch.run(records)
+    result = batch.result
+    if failure is not None:
+        result.failure_position = failure.position
+        if failure.sequence_number is None:
+            raise MissingSequenceNumber(
+                f"record {failure.position} must be retried but has no dynamodb.SequenceNumber; "
+                "failing the whole batch",
+                result,
+            )
+        result.failure_sequence_number = failure.sequence_number
+    return result
+
+
+# --------------------------------------------------------------------------- handler
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What the handler needs from its environment, built once per execution environment."""
+
+    sink: Sink
+    table_name: str
+    dynamodb_client: DynamoDBClient
+
+
+def _required_env(name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        raise RuntimeError(f"environment variable {name} must be set")
+    return value
+
+
+@cache
+def default_runtime() -> Runtime:
+    """Clients from the environment, made on first use (boto3 honours AWS_ENDPOINT_URL).
+
+    ``default_runtime.cache_clear()`` forgets them (tests that change the environment).
+    """
+    return Runtime(
+        sink=EventBridgeSink(boto3.client("events"), _required_env(ENV_EVENT_BUS_NAME)),
+        table_name=_required_env(ENV_TABLE_NAME),
+        dynamodb_client=boto3.client("dynamodb"),
+    )
+
+
+def record_metrics(result: PublishResult, target: Metrics) -> None:
+    """Every count, zeros included, so dashboards and alarms see a steady series."""
+    counts = {
+        "PublishedEvents": result.published,
+        "QuarantinedEvents": result.quarantined,
+        "RetryableFailures": result.retryable_failures,
+        "DeleteLeftovers": result.delete_leftovers,
+        "PutEventsCalls": result.send_calls,
+        "UnreadableRecords": result.unreadable,
+    }
+    for name, value in counts.items():
+        target.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: DynamoDBStreamEvent, context: LambdaContext) -> PartialBatchResponse:
+    """Lambda entry point: ``dynamodb_outbox.publisher.handler``."""
+    records = event.get("Records") if isinstance(event, Mapping) else None
+    if not isinstance(records, list):
+        logger.warning("event has no Records list; nothing to do")
+        records = []
+    runtime = default_runtime()  # a configuration error fails the batch: retried, not lost
+    try:
+        result = publish_stream_batch(
+            records,
+            sink=runtime.sink,
+            table_name=runtime.table_name,
+            dynamodb_client=runtime.dynamodb_client,
+        )
+    except MissingSequenceNumber as exc:
+        _emit_metrics(exc.result)
+        raise
+    _emit_metrics(result)
+    logger.info("batch done", extra={"result": asdict(result)})
+    return result.response()
+
+
+def _emit_metrics(result: PublishResult) -> None:
+    record_metrics(result, metrics)
+    metrics.flush_metrics()

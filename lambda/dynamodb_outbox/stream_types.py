@@ -1,0 +1,70 @@
+"""Wire shapes of the DynamoDB Streams events Lambda delivers, and of its replies.
+
+Field names are AWS's own, so a reader can hold them against the AWS reference.
+They describe what AWS promises; the publisher still checks every field it
+reads, because one malformed record must be quarantined or skipped, never crash
+the batch and block its shard.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+#: A low-level DynamoDB attribute value, e.g. ``{"S": "ORDER#1"}`` or ``{"N": "3"}``.
+AttributeValue = dict[str, Any]
+
+#: An item or key in DynamoDB's low-level (typed) JSON.
+AttributeMap = dict[str, AttributeValue]
+
+StreamViewType = Literal["KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"]
+EventName = Literal["INSERT", "MODIFY", "REMOVE"]
+
+
+class StreamRecordData(TypedDict, total=False):
+    """The ``dynamodb`` member of a record (DynamoDB Streams ``StreamRecord``)."""
+
+    ApproximateCreationDateTime: float
+    Keys: AttributeMap
+    NewImage: AttributeMap
+    OldImage: AttributeMap
+    SequenceNumber: str
+    SizeBytes: int
+    StreamViewType: StreamViewType
+
+
+class UserIdentity(TypedDict, total=False):
+    """On TTL deletions: ``{"type": "Service", "principalId": "dynamodb.amazonaws.com"}``."""
+
+    type: str
+    principalId: str
+
+
+class DynamoDBStreamRecord(TypedDict, total=False):
+    """One record of a Lambda DynamoDB Streams event."""
+
+    eventID: str
+    eventName: EventName
+    eventVersion: str
+    eventSource: str
+    awsRegion: str
+    dynamodb: StreamRecordData
+    eventSourceARN: str
+    userIdentity: UserIdentity
+
+
+class DynamoDBStreamEvent(TypedDict):
+    """What a DynamoDB Streams event source mapping passes to the function."""
+
+    Records: list[DynamoDBStreamRecord]
+
+
+class BatchItemFailure(TypedDict):
+    """For streams, ``itemIdentifier`` is the record's ``dynamodb.SequenceNumber``."""
+
+    itemIdentifier: str
+
+
+class PartialBatchResponse(TypedDict):
+    """Read by Lambda only when the mapping sets ``ReportBatchItemFailures``."""
+
+    batchItemFailures: list[BatchItemFailure]

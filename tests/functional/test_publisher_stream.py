@@ -1,0 +1,769 @@
+"""The stream publisher against moto: what reaches the bus, what is left in the table.
+
+Failures are injected by thin wrappers around the real moto clients, so every
+test observes real publications (the bus's SQS target) and real deletions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+from ulid import ULID
+
+from dynamodb_outbox import publisher
+from dynamodb_outbox.envelope import (
+    ATTR_ENVELOPE,
+    ATTR_PENDING_SHARD,
+    Envelope,
+    outbox_item,
+)
+from dynamodb_outbox.publisher import (
+    PUT_EVENTS_MAX_REQUEST_BYTES,
+    EventBridgeSink,
+    MissingSequenceNumber,
+    PublishResult,
+    publish_stream_batch,
+    put_events_entry_size,
+)
+from tests.factories import (
+    REGION,
+    make_envelope,
+    outbox_stream_record,
+    sequence_numbers,
+    stream_event,
+    stream_record,
+)
+
+if TYPE_CHECKING:
+    from tests.functional.conftest import EventBus, OutboxTable
+
+FIXED_NOW = datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)
+FIXED_NOW_ISO = "2026-01-02T03:04:05.678Z"
+
+
+# ----------------------------------------------------------------- fault injection
+
+
+def _client_error(code: str, operation: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": f"injected {code}"}}, operation)
+
+
+class RecordingEvents:
+    """Forwards PutEvents to moto, except entries (by event id) or calls told to fail."""
+
+    def __init__(
+        self,
+        real: Any,
+        *,
+        entry_errors: dict[str, str] | None = None,
+        raise_on_calls: dict[int, Exception] | None = None,
+    ) -> None:
+        self.real = real
+        self.entry_errors = entry_errors or {}
+        self.raise_on_calls = raise_on_calls or {}
+        self.calls: list[list[dict[str, Any]]] = []
+
+    def put_events(self, **kwargs: Any) -> dict[str, Any]:
+        entries = list(kwargs["Entries"])
+        call = len(self.calls)
+        self.calls.append(entries)
+        if call in self.raise_on_calls:
+            raise self.raise_on_calls[call]
+        forwarded = [e for e in entries if _event_id(e) not in self.entry_errors]
+        real_results = iter(self.real.put_events(Entries=forwarded)["Entries"] if forwarded else [])
+        results: list[dict[str, Any]] = []
+        for entry in entries:
+            code = self.entry_errors.get(_event_id(entry))
+            if code is None:
+                results.append(next(real_results))
+            else:
+                results.append({"ErrorCode": code, "ErrorMessage": f"injected {code}"})
+        failed = sum(1 for r in results if "ErrorCode" in r)
+        return {"FailedEntryCount": failed, "Entries": results}
+
+    def sent_ids(self) -> list[list[str]]:
+        return [[_event_id(entry) for entry in call] for call in self.calls]
+
+    def request_sizes(self) -> list[int]:
+        return [
+            sum(
+                put_events_entry_size(
+                    source=e["Source"],
+                    detail_type=e["DetailType"],
+                    detail=e["Detail"],
+                    resources=e.get("Resources", ()),
+                    has_time="Time" in e,
+                )
+                for e in call
+            )
+            for call in self.calls
+        ]
+
+
+def _event_id(entry: dict[str, Any]) -> str:
+    event_id: str = json.loads(entry["Detail"])["id"]
+    return event_id
+
+
+class FaultyDynamoDB:
+    """Forwards to moto; can leave deletes unprocessed, make calls raise, record requests."""
+
+    def __init__(
+        self,
+        real: Any,
+        *,
+        unprocessed_calls: int = 0,
+        batch_write_error: Exception | None = None,
+        update_error: Exception | None = None,
+    ) -> None:
+        self.real = real
+        self.unprocessed_calls = unprocessed_calls  # -1: forever
+        self.batch_write_error = batch_write_error
+        self.update_error = update_error
+        self.batch_write_requests: list[list[dict[str, Any]]] = []
+        self.update_calls = 0
+
+    def batch_write_item(self, **kwargs: Any) -> dict[str, Any]:
+        ((table, requests),) = kwargs["RequestItems"].items()
+        self.batch_write_requests.append(list(requests))
+        if self.batch_write_error is not None:
+            raise self.batch_write_error
+        if self.unprocessed_calls == 0:
+            return dict(self.real.batch_write_item(**kwargs))
+        if self.unprocessed_calls > 0:
+            self.unprocessed_calls -= 1
+            # Process the first request for real, hand back the rest, as DynamoDB
+            # does under throttling.
+            self.real.batch_write_item(RequestItems={table: requests[:1]})
+            return {"UnprocessedItems": {table: requests[1:]} if requests[1:] else {}}
+        return {"UnprocessedItems": {table: requests}}
+
+    def update_item(self, **kwargs: Any) -> dict[str, Any]:
+        self.update_calls += 1
+        if self.update_error is not None:
+            raise self.update_error
+        return dict(self.real.update_item(**kwargs))
+
+
+# ------------------------------------------------------------------------- helpers
+
+
+@dataclass
+class Outbox:
+    """Outbox items written to the table and their stream records, in stream order."""
+
+    envelopes: list[Envelope]
+    records: list[dict[str, Any]]
+
+    @property
+    def ids(self) -> list[str]:
+        return [envelope.id for envelope in self.envelopes]
+
+    def sk(self, index: int) -> str:
+        return self.envelopes[index].outbox_sk
+
+    def seq(self, index: int) -> str:
+        sequence: str = self.records[index]["dynamodb"]["SequenceNumber"]
+        return sequence
+
+
+def write_outbox(
+    table: OutboxTable,
+    count: int,
+    *,
+    seqs: Iterator[str] | None = None,
+    payload_bytes: int = 0,
+    pk: str = "ORDER#1001",
+) -> Outbox:
+    """Commit ``count`` outbox items and build their INSERT records (ids grow like ULIDs)."""
+    seqs = seqs or sequence_numbers()
+    envelopes: list[Envelope] = []
+    records: list[dict[str, Any]] = []
+    for n in range(count):
+        payload: dict[str, Any] = {"n": n}
+        if payload_bytes:
+            payload["blob"] = "x" * payload_bytes
+        envelope = make_envelope(payload=payload)
+        table.put(outbox_item(pk, envelope))
+        envelopes.append(envelope)
+        records.append(outbox_stream_record(envelope, pk, next(seqs)))
+    return Outbox(envelopes, records)
+
+
+@dataclass
+class Run:
+    result: PublishResult
+    events: RecordingEvents
+    sleeps: list[float]
+
+
+def run_publisher(
+    records: Sequence[dict[str, Any]],
+    table: OutboxTable,
+    bus: EventBus,
+    *,
+    events: RecordingEvents | None = None,
+    dynamodb: Any = None,
+    delete_retries: int = 5,
+) -> Run:
+    events = events or RecordingEvents(bus.client)
+    sleeps: list[float] = []
+    result = publish_stream_batch(
+        records,  # type: ignore[arg-type]
+        sink=EventBridgeSink(events, bus.name),
+        table_name=table.name,
+        dynamodb_client=dynamodb or table.client,
+        sleep=sleeps.append,
+        clock=lambda: FIXED_NOW,
+        delete_retries=delete_retries,
+    )
+    return Run(result=result, events=events, sleeps=sleeps)
+
+
+def outbox_sort_keys(table: OutboxTable) -> set[str]:
+    return {sk for sk in table.sort_keys() if sk.startswith("OUTBOX#")}
+
+
+def assert_quarantined(table: OutboxTable, pk: str, sk: str, reason_part: str) -> None:
+    item = table.get({"PK": {"S": pk}, "SK": {"S": sk}})
+    assert item is not None, "a quarantined item must stay in the table"
+    assert item["outbox_status"] == {"S": "QUARANTINED"}
+    assert reason_part in item["quarantine_reason"]["S"]
+    assert item["quarantined_at"] == {"S": FIXED_NOW_ISO}
+    assert ATTR_PENDING_SHARD not in item
+    assert sk not in table.pending_sort_keys()
+
+
+@pytest.fixture
+def publisher_logs(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """Powertools' logger does not propagate; hook pytest's handler onto it directly."""
+    powertools_logger = logging.getLogger(publisher.logger.service)
+    powertools_logger.addHandler(caplog.handler)
+    try:
+        yield caplog
+    finally:
+        powertools_logger.removeHandler(caplog.handler)
+
+
+# --------------------------------------------------------------------- happy paths
+
+
+def test_full_success_publishes_committed_bytes_in_order_deletes_and_reports_no_failure(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN three committed outbox items next to their entity
+    outbox_table.put({"PK": {"S": "ORDER#1001"}, "SK": {"S": "ORDER"}})
+    outbox = write_outbox(outbox_table, 3)
+
+    # WHEN their INSERT records are published
+    run = run_publisher(outbox.records, outbox_table, event_bus)
+
+    # THEN the bus got them in stream order, with the stored JSON as Detail, byte for byte
+    assert run.result.response() == {"batchItemFailures": []}
+    assert event_bus.received_ids() == outbox.ids
+    (call,) = run.events.calls
+    for entry, record, envelope in zip(call, outbox.records, outbox.envelopes, strict=True):
+        assert entry["Detail"] == record["dynamodb"]["NewImage"][ATTR_ENVELOPE]["S"]
+        assert entry["Source"] == envelope.source
+        assert entry["DetailType"] == envelope.type
+        assert entry["Time"] == datetime.fromisoformat(envelope.time)
+        assert entry["EventBusName"] == event_bus.name
+        assert "Resources" not in entry
+    # AND the outbox items are gone, the entity is not
+    assert outbox_sort_keys(outbox_table) == set()
+    assert outbox_table.sort_keys() == {"ORDER"}
+    assert (run.result.published, run.result.deleted, run.result.send_calls) == (3, 3, 1)
+
+
+def test_detail_is_sent_exactly_as_committed_even_when_not_canonical_json(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN an envelope stored with spacing and key order the library would not produce
+    envelope = make_envelope()
+    stored = json.dumps(dict(reversed(list(envelope.to_dict().items()))), indent=1)
+    item = outbox_item("ORDER#1", envelope) | {ATTR_ENVELOPE: {"S": stored}}
+    outbox_table.put(item)
+
+    run = run_publisher([stream_record(item, "1")], outbox_table, event_bus)
+
+    assert run.events.calls[0][0]["Detail"] == stored
+    assert event_bus.received_ids() == [envelope.id]
+
+
+def test_batching_by_count_sends_25_records_as_10_10_5(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    outbox = write_outbox(outbox_table, 25)
+
+    run = run_publisher(outbox.records, outbox_table, event_bus)
+
+    assert [len(call) for call in run.events.calls] == [10, 10, 5]
+    assert [i for call in run.events.sent_ids() for i in call] == outbox.ids
+    assert sorted(event_bus.received_ids()) == sorted(outbox.ids)
+    assert outbox_sort_keys(outbox_table) == set()
+    assert run.result.send_calls == 3
+
+
+def test_batching_by_bytes_keeps_every_request_under_256_kb(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN five events of about 100 KB: three would be over 256 KB
+    outbox = write_outbox(outbox_table, 5, payload_bytes=100_000)
+
+    run = run_publisher(outbox.records, outbox_table, event_bus)
+
+    assert [len(call) for call in run.events.calls] == [2, 2, 1]
+    assert all(size < 256 * 1024 for size in run.events.request_sizes())
+    assert sorted(event_bus.received_ids()) == sorted(outbox.ids)
+    assert outbox_sort_keys(outbox_table) == set()
+
+
+def test_event_over_the_request_limit_is_quarantined_never_sent_and_others_published(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    seqs = sequence_numbers()
+    before = write_outbox(outbox_table, 1, seqs=seqs)
+    huge = write_outbox(outbox_table, 1, seqs=seqs, payload_bytes=PUT_EVENTS_MAX_REQUEST_BYTES)
+    after = write_outbox(outbox_table, 1, seqs=seqs)
+
+    run = run_publisher(before.records + huge.records + after.records, outbox_table, event_bus)
+
+    assert run.result.response() == {"batchItemFailures": []}
+    assert huge.ids[0] not in [i for call in run.events.sent_ids() for i in call]
+    assert event_bus.received_ids() == before.ids + after.ids
+    assert_quarantined(outbox_table, "ORDER#1001", huge.sk(0), "too large")
+    assert outbox_sort_keys(outbox_table) == {huge.sk(0)}
+    assert run.result.quarantined == 1
+
+
+def test_records_that_are_not_outbox_inserts_are_skipped_untouched(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN an entity insert, and a MODIFY and a REMOVE of an outbox item
+    entity = {"PK": {"S": "ORDER#1"}, "SK": {"S": "ORDER"}, "status": {"S": "NEW"}}
+    outbox_table.put(entity)
+    envelope = make_envelope()
+    item = outbox_item("ORDER#1", envelope)
+    outbox_table.put(item)
+    records = [
+        stream_record(entity, "1"),
+        stream_record(item, "2", event_name="MODIFY"),
+        stream_record(item, "3", event_name="REMOVE"),
+    ]
+
+    run = run_publisher(records, outbox_table, event_bus)
+
+    # THEN nothing is sent, deleted or quarantined, and the batch succeeds
+    assert run.result.response() == {"batchItemFailures": []}
+    assert run.events.calls == []
+    assert event_bus.received() == []
+    assert outbox_table.get({"PK": item["PK"], "SK": item["SK"]}) == item
+    assert outbox_table.get({"PK": entity["PK"], "SK": entity["SK"]}) == entity
+    assert (run.result.skipped, run.result.quarantine_calls) == (3, 0)
+
+
+# --------------------------------------------------------------- retryable failures
+
+
+def test_throttled_entry_mid_batch_checkpoints_at_it_and_sends_no_later_chunk(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN 25 records; the 14th (second chunk, 4th entry) is throttled
+    outbox = write_outbox(outbox_table, 25)
+    events = RecordingEvents(event_bus.client, entry_errors={outbox.ids[13]: "ThrottlingException"})
+
+    run = run_publisher(outbox.records, outbox_table, event_bus, events=events)
+
+    # THEN Lambda is told to resume at that record
+    assert run.result.response() == {"batchItemFailures": [{"itemIdentifier": outbox.seq(13)}]}
+    # AND the third chunk was never sent
+    assert [len(call) for call in events.calls] == [10, 10]
+    published = outbox.ids[:13] + outbox.ids[14:20]
+    assert sorted(event_bus.received_ids()) == sorted(published)
+    # AND exactly the published items are deleted: the failed one and the unsent ones stay
+    assert outbox_sort_keys(outbox_table) == {outbox.sk(i) for i in [13, 20, 21, 22, 23, 24]}
+    assert outbox_table.pending_sort_keys() == outbox_sort_keys(outbox_table)
+    assert run.result.retryable_failures == 1
+    assert run.result.quarantined == 0
+
+
+def test_unknown_put_events_error_code_is_retried_not_quarantined(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    outbox = write_outbox(outbox_table, 3)
+    events = RecordingEvents(event_bus.client, entry_errors={outbox.ids[1]: "BrandNewError"})
+
+    run = run_publisher(outbox.records, outbox_table, event_bus, events=events)
+
+    assert run.result.response() == {"batchItemFailures": [{"itemIdentifier": outbox.seq(1)}]}
+    item = outbox_table.get({"PK": {"S": "ORDER#1001"}, "SK": {"S": outbox.sk(1)}})
+    assert item is not None and item["outbox_status"] == {"S": "PENDING"}
+    assert run.result.quarantine_calls == 0
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _client_error("ThrottlingException", "PutEvents"),
+        EndpointConnectionError(endpoint_url="https://events.us-east-1.amazonaws.com"),
+    ],
+    ids=["client-error", "connection-error"],
+)
+def test_put_events_raising_checkpoints_at_the_first_record_of_its_chunk(
+    outbox_table: OutboxTable, event_bus: EventBus, error: Exception
+) -> None:
+    # GIVEN 15 records; the second call (records 10..14) raises
+    outbox = write_outbox(outbox_table, 15)
+    events = RecordingEvents(event_bus.client, raise_on_calls={1: error})
+
+    run = run_publisher(outbox.records, outbox_table, event_bus, events=events)
+
+    assert run.result.response() == {"batchItemFailures": [{"itemIdentifier": outbox.seq(10)}]}
+    assert sorted(event_bus.received_ids()) == sorted(outbox.ids[:10])
+    # AND nothing of the failed call is deleted: whether it got through is unknown
+    assert outbox_sort_keys(outbox_table) == {outbox.sk(i) for i in range(10, 15)}
+
+
+def test_first_call_raising_deletes_nothing(outbox_table: OutboxTable, event_bus: EventBus) -> None:
+    outbox = write_outbox(outbox_table, 4)
+    events = RecordingEvents(
+        event_bus.client, raise_on_calls={0: _client_error("InternalFailure", "PutEvents")}
+    )
+
+    run = run_publisher(outbox.records, outbox_table, event_bus, events=events)
+
+    assert run.result.response() == {"batchItemFailures": [{"itemIdentifier": outbox.seq(0)}]}
+    assert outbox_sort_keys(outbox_table) == {outbox.sk(i) for i in range(4)}
+    assert run.result.delete_calls == 0
+
+
+def test_record_without_sequence_number_fails_the_whole_batch_instead_of_a_null_identifier(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN the record to retry from carries no SequenceNumber
+    outbox = write_outbox(outbox_table, 3)
+    del outbox.records[1]["dynamodb"]["SequenceNumber"]
+    events = RecordingEvents(event_bus.client, entry_errors={outbox.ids[1]: "InternalFailure"})
+
+    # WHEN it fails retryably THEN the batch fails as a whole (an exception), never
+    # a response whose identifier is empty or null
+    with pytest.raises(MissingSequenceNumber) as raised:
+        run_publisher(outbox.records, outbox_table, event_bus, events=events)
+
+    # AND what was published before it is still deleted
+    assert raised.value.result.failure_position == 1
+    assert outbox.sk(0) not in outbox_sort_keys(outbox_table)
+    assert outbox.sk(1) in outbox_sort_keys(outbox_table)
+
+
+# ---------------------------------------------------------------------- poison
+
+
+def _poison_bad_json(item: dict[str, Any], envelope: Envelope) -> dict[str, Any]:
+    return item | {ATTR_ENVELOPE: {"S": "{not json"}}
+
+
+def _poison_missing_fields(item: dict[str, Any], envelope: Envelope) -> dict[str, Any]:
+    data = envelope.to_dict()
+    del data["payload"]
+    return item | {ATTR_ENVELOPE: {"S": json.dumps(data)}}
+
+
+def _poison_id_not_sort_key(item: dict[str, Any], envelope: Envelope) -> dict[str, Any]:
+    return item | {"SK": {"S": f"OUTBOX#{ULID()}"}}
+
+
+def _poison_no_envelope_attribute(item: dict[str, Any], envelope: Envelope) -> dict[str, Any]:
+    return {name: value for name, value in item.items() if name != ATTR_ENVELOPE}
+
+
+def _poison_bad_time(item: dict[str, Any], envelope: Envelope) -> dict[str, Any]:
+    return item | {ATTR_ENVELOPE: {"S": json.dumps(envelope.to_dict() | {"time": "yesterday"})}}
+
+
+@pytest.mark.parametrize(
+    ("spoil", "view_type", "reason_part"),
+    [
+        (_poison_bad_json, "NEW_IMAGE", "not valid JSON"),
+        (_poison_missing_fields, "NEW_IMAGE", "missing field(s): payload"),
+        (_poison_id_not_sort_key, "NEW_IMAGE", "does not match sort key"),
+        (_poison_no_envelope_attribute, "NEW_IMAGE", "no string attribute 'envelope'"),
+        (_poison_bad_time, "NEW_IMAGE", "ISO 8601"),
+        (lambda item, envelope: item, "KEYS_ONLY", "no NewImage"),
+    ],
+    ids=["bad-json", "missing-fields", "id-not-sk", "no-envelope", "bad-time", "no-new-image"],
+)
+def test_poison_record_is_quarantined_out_of_the_pending_index_and_the_batch_goes_on(
+    outbox_table: OutboxTable,
+    event_bus: EventBus,
+    spoil: Callable[[dict[str, Any], Envelope], dict[str, Any]],
+    view_type: str,
+    reason_part: str,
+) -> None:
+    # GIVEN a good record, a poison one, another good one
+    seqs = sequence_numbers()
+    first = write_outbox(outbox_table, 1, seqs=seqs)
+    envelope = make_envelope()
+    poison_item = spoil(outbox_item("ORDER#1001", envelope), envelope)
+    outbox_table.put(poison_item)
+    poison = stream_record(poison_item, next(seqs), view_type=view_type)
+    last = write_outbox(outbox_table, 1, seqs=seqs)
+
+    run = run_publisher([*first.records, poison, *last.records], outbox_table, event_bus)
+
+    # THEN the batch does not fail, the good ones are published and deleted
+    assert run.result.response() == {"batchItemFailures": []}
+    assert event_bus.received_ids() == first.ids + last.ids
+    # AND the poison item is kept, marked, out of the pending index, never sent
+    poison_sk = poison_item["SK"]["S"]
+    assert_quarantined(outbox_table, "ORDER#1001", poison_sk, reason_part)
+    assert outbox_sort_keys(outbox_table) == {poison_sk}
+    assert len(run.events.calls) == 1 and len(run.events.calls[0]) == 2
+    assert run.result.quarantined == 1
+
+
+def test_entry_rejected_as_malformed_by_put_events_is_quarantined(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    outbox = write_outbox(outbox_table, 3)
+    events = RecordingEvents(event_bus.client, entry_errors={outbox.ids[1]: "MalformedDetail"})
+
+    run = run_publisher(outbox.records, outbox_table, event_bus, events=events)
+
+    assert run.result.response() == {"batchItemFailures": []}
+    assert_quarantined(outbox_table, "ORDER#1001", outbox.sk(1), "MalformedDetail")
+    assert outbox_sort_keys(outbox_table) == {outbox.sk(1)}
+    assert sorted(event_bus.received_ids()) == sorted([outbox.ids[0], outbox.ids[2]])
+
+
+def test_quarantine_never_recreates_an_item_that_is_already_gone(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN a poison record whose item was since published and deleted (by the sweeper)
+    envelope = make_envelope()
+    item = _poison_bad_json(outbox_item("ORDER#1001", envelope), envelope)
+    record = stream_record(item, "1")  # never written: the item is gone
+
+    run = run_publisher([record], outbox_table, event_bus)
+
+    assert run.result.response() == {"batchItemFailures": []}
+    assert outbox_table.get({"PK": item["PK"], "SK": item["SK"]}) is None
+    assert (run.result.quarantined, run.result.quarantine_item_gone) == (0, 1)
+
+
+def test_quarantine_write_failing_checkpoints_at_the_poison_record(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN good, poison, good in one chunk, and the quarantine write is throttled
+    seqs = sequence_numbers()
+    first = write_outbox(outbox_table, 1, seqs=seqs)
+    envelope = make_envelope()
+    poison_item = _poison_bad_json(outbox_item("ORDER#1001", envelope), envelope)
+    outbox_table.put(poison_item)
+    poison = stream_record(poison_item, next(seqs))
+    last = write_outbox(outbox_table, 1, seqs=seqs)
+    dynamodb = FaultyDynamoDB(
+        outbox_table.client,
+        update_error=_client_error("ProvisionedThroughputExceededException", "UpdateItem"),
+    )
+
+    run = run_publisher(
+        [*first.records, poison, *last.records], outbox_table, event_bus, dynamodb=dynamodb
+    )
+
+    # THEN Lambda resumes at the poison record (skipping it would lose the marker)
+    assert run.result.response() == {
+        "batchItemFailures": [{"itemIdentifier": poison["dynamodb"]["SequenceNumber"]}]
+    }
+    # AND the record before it is published and deleted, the one after is not sent
+    assert event_bus.received_ids() == first.ids
+    assert outbox_sort_keys(outbox_table) == {poison_item["SK"]["S"], last.sk(0)}
+    item = outbox_table.get({"PK": poison_item["PK"], "SK": poison_item["SK"]})
+    assert item is not None and item["outbox_status"] == {"S": "PENDING"}
+
+
+def test_record_without_keys_is_logged_and_skipped_without_blocking_the_shard(
+    outbox_table: OutboxTable,
+    event_bus: EventBus,
+    publisher_logs: pytest.LogCaptureFixture,
+) -> None:
+    seqs = sequence_numbers()
+    broken = stream_record({}, next(seqs), keys={})
+    del broken["dynamodb"]["Keys"]
+    good = write_outbox(outbox_table, 1, seqs=seqs)
+
+    run = run_publisher([broken, *good.records], outbox_table, event_bus)
+
+    assert run.result.response() == {"batchItemFailures": []}
+    assert event_bus.received_ids() == good.ids
+    assert run.result.unreadable == 1
+    assert any("unreadable stream record" in r.getMessage() for r in publisher_logs.records)
+
+
+# --------------------------------------------------------------------- deletions
+
+
+def test_unprocessed_deletes_are_retried_with_backoff_until_they_succeed(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    outbox = write_outbox(outbox_table, 4)
+    dynamodb = FaultyDynamoDB(outbox_table.client, unprocessed_calls=2)
+
+    run = run_publisher(outbox.records, outbox_table, event_bus, dynamodb=dynamodb)
+
+    assert run.result.response() == {"batchItemFailures": []}
+    assert outbox_sort_keys(outbox_table) == set()
+    # 4 → 3 left → 2 left → all done: each retry only resends what was unprocessed
+    assert [len(request) for request in dynamodb.batch_write_requests] == [4, 3, 2]
+    assert run.sleeps == [0.05, 0.1]
+    assert (run.result.deleted, run.result.delete_leftovers) == (4, 0)
+
+
+@pytest.mark.parametrize(
+    "dynamodb_factory",
+    [
+        lambda real: FaultyDynamoDB(real, unprocessed_calls=-1),
+        lambda real: FaultyDynamoDB(
+            real, batch_write_error=_client_error("InternalServerError", "BatchWriteItem")
+        ),
+    ],
+    ids=["always-unprocessed", "always-raising"],
+)
+def test_deletes_that_never_succeed_do_not_fail_the_batch(
+    outbox_table: OutboxTable,
+    event_bus: EventBus,
+    publisher_logs: pytest.LogCaptureFixture,
+    dynamodb_factory: Callable[[Any], FaultyDynamoDB],
+) -> None:
+    # GIVEN published events whose outbox items cannot be deleted
+    outbox = write_outbox(outbox_table, 3)
+    dynamodb = dynamodb_factory(outbox_table.client)
+
+    run = run_publisher(
+        outbox.records, outbox_table, event_bus, dynamodb=dynamodb, delete_retries=3
+    )
+
+    # THEN the batch succeeds: the events are out, a leftover is only a future duplicate
+    assert run.result.response() == {"batchItemFailures": []}
+    assert sorted(event_bus.received_ids()) == sorted(outbox.ids)
+    # AND the retries are bounded, counted and logged
+    assert len(dynamodb.batch_write_requests) == 1 + 3
+    assert run.sleeps == [0.05, 0.1, 0.2]
+    assert run.result.delete_leftovers == 3 - run.result.deleted
+    assert run.result.delete_leftovers == len(outbox_sort_keys(outbox_table)) > 0
+    assert any(
+        r.levelno == logging.WARNING and "left undeleted" in r.getMessage()
+        for r in publisher_logs.records
+    )
+
+
+def test_deletes_go_in_requests_of_25_without_duplicate_keys(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN 30 records, one of them delivered twice (at-least-once streams)
+    outbox = write_outbox(outbox_table, 30)
+    records = [*outbox.records, outbox_stream_record(outbox.envelopes[5], "ORDER#1001", "999")]
+    dynamodb = FaultyDynamoDB(outbox_table.client)
+
+    run = run_publisher(records, outbox_table, event_bus, dynamodb=dynamodb)
+
+    assert [len(request) for request in dynamodb.batch_write_requests] == [25, 5]
+    for request in dynamodb.batch_write_requests:
+        keys = [json.dumps(r["DeleteRequest"]["Key"], sort_keys=True) for r in request]
+        assert len(keys) == len(set(keys))
+    assert outbox_sort_keys(outbox_table) == set()
+    assert run.result.published == 31
+
+
+# ----------------------------------------------------------------------- handler
+
+
+@dataclass
+class FakeLambdaContext:
+    function_name: str = "outbox-publisher"
+    function_version: str = "$LATEST"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:outbox-publisher"
+    aws_request_id: str = "00000000-0000-0000-0000-000000000001"
+
+
+def _lambda_records_from_moto_stream(table: OutboxTable) -> list[dict[str, Any]]:
+    """Read the table's real (moto) stream and shape it as the mapping would deliver it."""
+    stream_arn = table.client.describe_table(TableName=table.name)["Table"]["LatestStreamArn"]
+    streams = boto3.client("dynamodbstreams", region_name=REGION)
+    records: list[dict[str, Any]] = []
+    for shard in streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        for record in streams.get_records(ShardIterator=iterator)["Records"]:
+            created = record["dynamodb"]["ApproximateCreationDateTime"]
+            record["dynamodb"]["ApproximateCreationDateTime"] = created.timestamp()
+            records.append(record | {"eventSourceARN": stream_arn})
+    return records
+
+
+@pytest.fixture
+def publisher_env(
+    monkeypatch: pytest.MonkeyPatch, outbox_table: OutboxTable, event_bus: EventBus
+) -> Iterator[None]:
+    monkeypatch.setenv("OUTBOX_EVENT_BUS_NAME", event_bus.arn)
+    monkeypatch.setenv("OUTBOX_TABLE_NAME", outbox_table.name)
+    publisher.default_runtime.cache_clear()
+    publisher.metrics.clear_metrics()
+    yield
+    publisher.default_runtime.cache_clear()
+    publisher.metrics.clear_metrics()
+
+
+def test_handler_publishes_a_real_stream_batch_end_to_end(
+    outbox_table: OutboxTable,
+    event_bus: EventBus,
+    publisher_env: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN an entity and two outbox items committed, read back from moto's stream
+    outbox_table.put({"PK": {"S": "ORDER#1001"}, "SK": {"S": "ORDER"}})
+    outbox = write_outbox(outbox_table, 2)
+    records = _lambda_records_from_moto_stream(outbox_table)
+    assert len(records) == 3
+
+    # WHEN Lambda invokes the entry point with them
+    response = publisher.handler(stream_event(records), FakeLambdaContext())
+
+    # THEN the events are on the bus (named by ARN), the outbox items are gone
+    assert response == {"batchItemFailures": []}
+    assert event_bus.received_ids() == outbox.ids
+    assert outbox_table.sort_keys() == {"ORDER"}
+    # AND the invocation's metrics went out as EMF in the configured namespace
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "_aws" in line]
+    assert len(emf) == 1
+    (directive,) = emf[0]["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "DynamoDBOutbox"
+    assert (emf[0]["PublishedEvents"], emf[0]["PutEventsCalls"]) == ([2.0], [1.0])
+    assert emf[0]["QuarantinedEvents"] == [0.0]
+
+
+def test_handler_reports_the_checkpoint_of_a_retryable_failure(
+    outbox_table: OutboxTable,
+    event_bus: EventBus,
+    publisher_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a bus that does not exist: PutEvents itself fails
+    monkeypatch.setenv("OUTBOX_EVENT_BUS_NAME", "no-such-bus")
+    publisher.default_runtime.cache_clear()
+    outbox = write_outbox(outbox_table, 2)
+
+    response = publisher.handler(stream_event(outbox.records), FakeLambdaContext())
+
+    assert response == {"batchItemFailures": [{"itemIdentifier": outbox.seq(0)}]}
+    assert outbox_sort_keys(outbox_table) == {outbox.sk(0), outbox.sk(1)}
