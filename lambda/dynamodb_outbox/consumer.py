@@ -1,0 +1,587 @@
+"""Consumer toolkit: one function per event, a correct partial batch response per batch.
+
+A consumer of the outbox reads an SQS queue fed by EventBridge or SNS. Delivery
+is at least once end to end (stream retries, sweeper re-publishes, target
+retries, SQS redelivery), so the same event can arrive more than once, in the
+same batch or days later. This module turns "a function that handles ONE
+event" into a Lambda handler that:
+
+* handles every record on its own and answers with
+  ``{"batchItemFailures": [{"itemIdentifier": <messageId>}]}`` (the mapping
+  must set ``FunctionResponseTypes = ["ReportBatchItemFailures"]``), so one bad
+  message returns to the queue, and after ``maxReceiveCount`` to the DLQ,
+  while the rest of the batch is deleted;
+* never answers with an empty or null identifier: Lambda reads that as "the
+  whole batch failed" (AWS-SEMANTICS, "Partial batch responses"). A record that
+  cannot be named is reported by raising instead, on purpose and loudly;
+* on FIFO queues stops at the first failure and returns it plus every later
+  message, because processing past it would break the message-group order;
+* runs the function at most once per event id and consumer, through Powertools
+  idempotency on DynamoDB: a redelivered event is skipped (success), a failed
+  attempt leaves no record (Powertools deletes it) so the retry runs, and an
+  event another invocation is still processing fails here so it comes back
+  later instead of running twice concurrently.
+
+"Once" has one gap no consumer-side library can close: if the function
+succeeds but saving the COMPLETED record then fails, the message comes back and
+runs again after the in-progress window. Effects that must never repeat need
+their own conditional write; the reference consumer's ledger
+(:mod:`dynamodb_outbox.ledger`) counts runs so that such a repeat shows.
+
+Usage::
+
+    from dynamodb_outbox.consumer import OutboxConsumer
+    from dynamodb_outbox.envelope import Envelope
+
+    consumer = OutboxConsumer(idempotency_table=os.environ["OUTBOX_IDEMPOTENCY_TABLE"])
+
+    @consumer.handler
+    def handler(event: Envelope) -> None:
+        ...  # raise to fail this message only
+
+The handler's Lambda needs, on the idempotency table: ``dynamodb:PutItem``,
+``dynamodb:GetItem``, ``dynamodb:UpdateItem``, ``dynamodb:DeleteItem``; on the
+queue (for the event source mapping): ``sqs:ReceiveMessage``,
+``sqs:DeleteMessage``, ``sqs:GetQueueAttributes``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, NotRequired, TypedDict
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import (
+    AmazonCloudWatchEMFProvider,
+)
+from aws_lambda_powertools.utilities.idempotency import (
+    BasePersistenceLayer,
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+)
+from aws_lambda_powertools.utilities.idempotency.base import IdempotencyHandler
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+)
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+
+__all__ = [
+    "DEFAULT_EXPIRES_AFTER_SECONDS",
+    "DEFAULT_METRICS_NAMESPACE",
+    "ENV_CONSUMER_NAME",
+    "IDEMPOTENCY_EVENT_KEY",
+    "METRIC_DUPLICATE",
+    "METRIC_FAILED",
+    "METRIC_PROCESSED",
+    "BatchItemFailure",
+    "LambdaHandler",
+    "MalformedBatch",
+    "OutboxConsumer",
+    "PartialBatchResponse",
+    "SQSEvent",
+    "SQSRecord",
+    "SQSRecordAttributes",
+    "idempotency_key_prefix",
+    "is_fifo",
+    "parse_body",
+    "process_sqs_batch",
+]
+
+#: Seven days: longer than SQS's default retention (4 days) plus EventBridge's
+#: 24-hour target retries, so any duplicate that can still be delivered is
+#: still recognised. Raise it to at least the queue's retention if that is longer.
+DEFAULT_EXPIRES_AFTER_SECONDS: Final = 7 * 24 * 60 * 60
+
+#: Same namespace as the publisher, so one dashboard holds the whole pipeline.
+DEFAULT_METRICS_NAMESPACE: Final = "DynamoDBOutbox"
+DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-consumer"
+
+ENV_CONSUMER_NAME: Final = "OUTBOX_CONSUMER_NAME"
+_ENV_LAMBDA_FUNCTION_NAME: Final = "AWS_LAMBDA_FUNCTION_NAME"
+_ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
+_ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
+
+#: The envelope field the idempotency record is keyed by (the ULID, end to end).
+IDEMPOTENCY_EVENT_KEY: Final = "id"
+
+METRIC_PROCESSED: Final = "ProcessedEvents"
+METRIC_DUPLICATE: Final = "DuplicateEvents"
+METRIC_FAILED: Final = "FailedEvents"
+
+_FIFO_SUFFIX: Final = ".fifo"
+
+_default_logger = Logger(service=os.environ.get(_ENV_SERVICE_NAME, DEFAULT_SERVICE_NAME))
+
+
+# --------------------------------------------------------------------------- wire shapes
+
+
+class SQSRecordAttributes(TypedDict):
+    """System attributes of a received message (FIFO ones only on FIFO queues)."""
+
+    ApproximateReceiveCount: str
+    SentTimestamp: str
+    SenderId: str
+    ApproximateFirstReceiveTimestamp: str
+    MessageGroupId: NotRequired[str]
+    MessageDeduplicationId: NotRequired[str]
+    SequenceNumber: NotRequired[str]
+
+
+class SQSRecord(TypedDict):
+    """One message of an SQS event; ``messageId`` is its ``itemIdentifier``."""
+
+    messageId: str
+    receiptHandle: str
+    body: str
+    attributes: SQSRecordAttributes
+    messageAttributes: dict[str, Any]
+    md5OfBody: str
+    eventSource: str
+    eventSourceARN: str
+    awsRegion: str
+
+
+class SQSEvent(TypedDict):
+    """What an SQS event source mapping passes to the function."""
+
+    Records: list[SQSRecord]
+
+
+class BatchItemFailure(TypedDict):
+    """For SQS, ``itemIdentifier`` is the record's ``messageId``; never empty."""
+
+    itemIdentifier: str
+
+
+class PartialBatchResponse(TypedDict):
+    """Read by Lambda only when the mapping sets ``ReportBatchItemFailures``."""
+
+    batchItemFailures: list[BatchItemFailure]
+
+
+#: An EventBridge event as an SQS target receives it: ``detail`` is the envelope
+#: and ``detail-type`` its ``type`` (hyphenated keys need the functional form).
+EventBridgeEvent = TypedDict(
+    "EventBridgeEvent",
+    {
+        "version": str,
+        "id": str,
+        "detail-type": str,
+        "source": str,
+        "account": str,
+        "time": str,
+        "region": str,
+        "resources": list[str],
+        "detail": dict[str, Any],
+    },
+)
+
+
+class SNSNotification(TypedDict):
+    """An SNS message delivered to SQS without raw delivery; ``Message`` is the envelope JSON."""
+
+    Type: str
+    MessageId: str
+    TopicArn: str
+    Message: str
+    Timestamp: str
+
+
+#: The Lambda handler :meth:`OutboxConsumer.handler` builds.
+LambdaHandler = Callable[[SQSEvent, LambdaContext], PartialBatchResponse]
+
+
+class MalformedBatch(ValueError):
+    """The event cannot be answered record by record; raising retries the whole batch."""
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse_body(body: object) -> Envelope:
+    """The envelope an SQS message body carries, whoever delivered it.
+
+    Three shapes reach a consumer queue:
+
+    * EventBridge rule with an SQS target: the whole EventBridge event, whose
+      ``detail`` is the envelope and ``detail-type`` its type;
+    * SNS with raw message delivery: the envelope JSON itself;
+    * SNS without raw delivery: ``{"Type": "Notification", "Message": "<envelope
+      JSON>", ...}``. Accepted so that forgetting ``raw_message_delivery`` on a
+      subscription costs nothing.
+
+    Raises :class:`InvalidEnvelope` (with the reason) for anything else.
+    """
+    if not isinstance(body, str | bytes):
+        raise InvalidEnvelope(f"message body must be a string, got {type(body).__name__}")
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise InvalidEnvelope(f"message body is not valid JSON: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise InvalidEnvelope(f"message body must be a JSON object, got {type(data).__name__}")
+
+    if data.get("Type") == "Notification" and "Message" in data:
+        message = data["Message"]
+        if not isinstance(message, str):
+            raise InvalidEnvelope("SNS notification 'Message' must be a string")
+        return Envelope.from_json(message)
+
+    if "detail-type" in data and "detail" in data:
+        envelope = Envelope.from_dict(data["detail"])
+        # Rules route on detail-type. A mismatch means the producer broke the
+        # contract, and this queue may hold an event it never subscribed to:
+        # send it to the DLQ for a human rather than act on a guess.
+        if data["detail-type"] != envelope.type:
+            raise InvalidEnvelope(
+                f"EventBridge detail-type {data['detail-type']!r} does not match "
+                f"envelope type {envelope.type!r}"
+            )
+        return envelope
+
+    return Envelope.from_dict(data)
+
+
+def is_fifo(event_source_arn: object) -> bool:
+    """FIFO queue names, hence their ARNs, end in ``.fifo``."""
+    return isinstance(event_source_arn, str) and event_source_arn.endswith(_FIFO_SUFFIX)
+
+
+def idempotency_key_prefix(consumer_name: str) -> str:
+    """The prefix of this consumer's idempotency keys: ``idempotency#<consumer name>``.
+
+    Powertools stores ``<prefix>#<md5 of the event id>``. A fixed prefix (instead
+    of Powertools' default, the Lambda function name plus the Python function's
+    qualified name) keeps keys stable across code refactors, lets several
+    consumers share one table without deduplicating each other's events, and
+    lets IAM restrict a consumer to its own keys (``dynamodb:LeadingKeys``).
+    """
+    return f"idempotency#{_checked_name(consumer_name)}"
+
+
+def _checked_name(consumer_name: str) -> str:
+    # "#" separates key parts; a name containing it could collide with another
+    # consumer's prefix ("a#b" starts with "a#"). Lambda names cannot hold "#".
+    if not consumer_name or "#" in consumer_name:
+        raise ValueError(f"consumer name must be non-empty and without '#': {consumer_name!r}")
+    return consumer_name
+
+
+def _message_ids(event: Mapping[str, Any]) -> list[str]:
+    """Every record's messageId, checked BEFORE any record is processed.
+
+    A record without a usable messageId cannot be listed in
+    ``batchItemFailures``: an empty or null ``itemIdentifier`` makes Lambda fail
+    the whole batch anyway, and leaving it out would report it as a success and
+    delete it. So the only honest answer is to raise (whole batch retried and,
+    if it keeps happening, sent to the DLQ). Checking first means nothing was
+    done for a batch that is going to be retried in full.
+    """
+    records = event.get("Records") if isinstance(event, Mapping) else None
+    if not isinstance(records, list):
+        raise MalformedBatch("event has no 'Records' list: is this an SQS event?")
+    ids: list[str] = []
+    for position, record in enumerate(records):
+        message_id = record.get("messageId") if isinstance(record, Mapping) else None
+        if not isinstance(message_id, str) or not message_id:
+            raise MalformedBatch(
+                f"record {position} has no messageId, so it cannot be reported on its own; "
+                "failing the whole batch so that it is retried rather than deleted"
+            )
+        ids.append(message_id)
+    return ids
+
+
+# --------------------------------------------------------------------------- processing
+
+
+class _Outcome(enum.Enum):
+    PROCESSED = "processed"
+    DUPLICATE = "duplicate"
+    FAILED = "failed"
+
+
+def process_sqs_batch(
+    event: SQSEvent,
+    process_one: Callable[[Envelope], object],
+    *,
+    persistence_store: BasePersistenceLayer,
+    consumer_name: str,
+    expires_after_seconds: int = DEFAULT_EXPIRES_AFTER_SECONDS,
+    lambda_context: LambdaContext | None = None,
+    logger: Logger | None = None,
+    metrics: Metrics | None = None,
+) -> PartialBatchResponse:
+    """Run ``process_one`` once per event of an SQS batch; report failures by messageId.
+
+    ``process_one`` receives the :class:`Envelope`; it fails a message by
+    raising, and its return value is ignored (storing it would make a
+    non-JSON return value fail the event AFTER its side effects ran).
+
+    ``persistence_store`` holds the idempotency records (a
+    ``DynamoDBPersistenceLayer`` in production; any Powertools persistence
+    layer works). ``consumer_name`` scopes the keys, see
+    :func:`idempotency_key_prefix`. Pass ``lambda_context``: Powertools then
+    lets an in-progress record expire when this invocation would have timed
+    out, so a crashed attempt is retried on the next delivery; without it the
+    record blocks the event until ``expires_after_seconds``.
+
+    ``metrics`` (optional) receives ProcessedEvents, DuplicateEvents and
+    FailedEvents counts; flushing them is the caller's job.
+
+    Raises :class:`MalformedBatch` when a record has no messageId (see
+    :func:`_message_ids`) and ``ValueError`` when ``persistence_store`` was
+    configured for another function; both are whole-batch failures by design.
+    Every other problem (bad body, function error, event in progress elsewhere,
+    idempotency store error) fails its record only.
+    """
+    log = logger or _default_logger
+    message_ids = _message_ids(event)
+    records: Sequence[SQSRecord] = event["Records"]
+    fifo = any(is_fifo(record.get("eventSourceARN")) for record in records)
+
+    config = IdempotencyConfig(
+        event_key_jmespath=IDEMPOTENCY_EVENT_KEY,
+        raise_on_no_idempotency_key=True,
+        expires_after_seconds=expires_after_seconds,
+    )
+    if lambda_context is not None:
+        if callable(getattr(lambda_context, "get_remaining_time_in_millis", None)):
+            config.register_lambda_context(lambda_context)
+        else:
+            # Powertools would call the missing method inside its store calls
+            # and fail every record; run without the in-progress expiry instead.
+            log.warning("lambda_context has no get_remaining_time_in_millis(); ignoring it")
+    key_prefix = idempotency_key_prefix(consumer_name)
+    _check_store(persistence_store, config, key_prefix)
+
+    failures: list[str] = []
+    outcomes: Counter[_Outcome] = Counter()
+    for index, (message_id, record) in enumerate(zip(message_ids, records, strict=True)):
+        outcome = _process_record(
+            message_id, record, process_one, persistence_store, config, key_prefix, log
+        )
+        outcomes[outcome] += 1
+        if outcome is not _Outcome.FAILED:
+            continue
+        failures.append(message_id)
+        if fifo:
+            # Later messages may belong to the same message group: running them
+            # now would overtake the failed one. Return them unprocessed.
+            unprocessed = message_ids[index + 1 :]
+            failures.extend(unprocessed)
+            if unprocessed:
+                log.warning(
+                    "FIFO batch stopped at the first failure; later messages returned unprocessed",
+                    extra={"message_id": message_id, "unprocessed_count": len(unprocessed)},
+                )
+            break
+
+    if metrics is not None:
+        metrics.add_metric(METRIC_PROCESSED, MetricUnit.Count, outcomes[_Outcome.PROCESSED])
+        metrics.add_metric(METRIC_DUPLICATE, MetricUnit.Count, outcomes[_Outcome.DUPLICATE])
+        metrics.add_metric(METRIC_FAILED, MetricUnit.Count, outcomes[_Outcome.FAILED])
+    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}
+
+
+def _check_store(store: BasePersistenceLayer, config: IdempotencyConfig, key_prefix: str) -> None:
+    # Powertools configures a persistence layer once and then ignores later
+    # configs. A store first configured by another idempotent function would
+    # hash the wrong field and silently stop deduplicating: refuse it.
+    store.configure(config=config, key_prefix=key_prefix)
+    if store.event_key_jmespath != IDEMPOTENCY_EVENT_KEY:
+        raise ValueError(
+            f"the persistence store is already configured with event_key_jmespath="
+            f"{store.event_key_jmespath!r}; give the consumer a persistence store of its own"
+        )
+    if store.expires_after_seconds != config.expires_after_seconds:
+        raise ValueError(
+            f"the persistence store is already configured with expires_after_seconds="
+            f"{store.expires_after_seconds}, not {config.expires_after_seconds}"
+        )
+
+
+def _process_record(
+    message_id: str,
+    record: SQSRecord,
+    process_one: Callable[[Envelope], object],
+    store: BasePersistenceLayer,
+    config: IdempotencyConfig,
+    key_prefix: str,
+    log: Logger,
+) -> _Outcome:
+    receive_count = (record.get("attributes") or {}).get("ApproximateReceiveCount")
+    try:
+        envelope = parse_body(record.get("body"))
+    except InvalidEnvelope as exc:
+        # A poison message fails alone; SQS moves it to the DLQ after
+        # maxReceiveCount receives. The log line says why it will end there.
+        log.error(
+            "message is not a valid outbox event; returning it to the queue (DLQ after "
+            "maxReceiveCount)",
+            extra={"message_id": message_id, "reason": str(exc), "receive_count": receive_count},
+        )
+        return _Outcome.FAILED
+
+    fields = {
+        "message_id": message_id,
+        "event_id": envelope.id,
+        "event_type": envelope.type,
+        "receive_count": receive_count,
+    }
+    ran = False
+
+    def run() -> None:
+        nonlocal ran
+        ran = True
+        process_one(envelope)
+
+    try:
+        IdempotencyHandler(
+            function=run,
+            function_payload=envelope.to_dict(),
+            config=config,
+            persistence_store=store,
+            key_prefix=key_prefix,
+            function_args=(),
+            function_kwargs={},
+        ).handle()
+    except IdempotencyAlreadyInProgressError:
+        # Another invocation holds this event (a concurrent duplicate). Running
+        # it here could run it twice; failing returns it to the queue, and by
+        # its next delivery the other run has completed (-> skipped) or failed
+        # (record deleted -> runs) or timed out (record expired -> runs).
+        log.warning(
+            "event is being processed by another invocation; returning it to the queue",
+            extra=fields,
+        )
+        return _Outcome.FAILED
+    except Exception as exc:
+        # The function raised (Powertools deleted the in-progress record, so the
+        # retry runs it again) or the idempotency store failed.
+        log.exception(
+            "event processing failed; returning it to the queue",
+            extra={**fields, "reason": f"{type(exc).__name__}: {exc}"},
+        )
+        return _Outcome.FAILED
+
+    if not ran:
+        log.info("duplicate event skipped: already processed", extra=fields)
+        return _Outcome.DUPLICATE
+    return _Outcome.PROCESSED
+
+
+# --------------------------------------------------------------------------- the handler
+
+
+def _resolve_name(name: str | None) -> str:
+    resolved = (
+        name or os.environ.get(ENV_CONSUMER_NAME) or os.environ.get(_ENV_LAMBDA_FUNCTION_NAME)
+    )
+    if not resolved:
+        raise ValueError(
+            f"the consumer needs a name to scope its idempotency keys: pass name=..., "
+            f"or set {ENV_CONSUMER_NAME} (AWS_LAMBDA_FUNCTION_NAME is used on Lambda)"
+        )
+    return _checked_name(resolved)
+
+
+class OutboxConsumer:
+    """Builds poison-safe, idempotent SQS handlers from one-event functions.
+
+    Give it the idempotency table (``idempotency_table``, hash key ``id`` of
+    type S, TTL on ``expiration``) or, in tests, any Powertools
+    ``persistence_store``. ``name`` scopes the idempotency keys; it defaults to
+    ``$OUTBOX_CONSUMER_NAME``, then the Lambda function name. Logs go to
+    ``logger`` (default: a Powertools Logger named ``$POWERTOOLS_SERVICE_NAME``
+    or the consumer name); metrics to ``metrics`` (default: CloudWatch EMF in
+    ``$POWERTOOLS_METRICS_NAMESPACE`` or ``DynamoDBOutbox``, dimension
+    ``service`` = the same service name), flushed after every batch.
+    """
+
+    def __init__(
+        self,
+        idempotency_table: str | None = None,
+        *,
+        persistence_store: BasePersistenceLayer | None = None,
+        name: str | None = None,
+        expires_after_seconds: int = DEFAULT_EXPIRES_AFTER_SECONDS,
+        logger: Logger | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        if (idempotency_table is None) == (persistence_store is None):
+            raise ValueError("give exactly one of idempotency_table or persistence_store")
+        if expires_after_seconds <= 0:
+            raise ValueError("expires_after_seconds must be positive")
+        self.name = _resolve_name(name)
+        self.expires_after_seconds = expires_after_seconds
+        self.persistence_store: BasePersistenceLayer = (
+            persistence_store
+            if persistence_store is not None
+            else DynamoDBPersistenceLayer(table_name=str(idempotency_table))
+        )
+        service = os.environ.get(_ENV_SERVICE_NAME) or self.name
+        self.logger = logger if logger is not None else Logger(service=service)
+        # A private EMF provider: Powertools' default Metrics share one global
+        # metric set, so flushing ours would also flush (under our namespace)
+        # whatever the user's own Metrics instance collected.
+        self.metrics = (
+            metrics
+            if metrics is not None
+            else Metrics(
+                provider=AmazonCloudWatchEMFProvider(
+                    namespace=os.environ.get(_ENV_METRICS_NAMESPACE) or DEFAULT_METRICS_NAMESPACE,
+                    service=service,
+                )
+            )
+        )
+
+    def process_batch(
+        self,
+        event: SQSEvent,
+        process_one: Callable[[Envelope], object],
+        lambda_context: LambdaContext | None = None,
+    ) -> PartialBatchResponse:
+        """:func:`process_sqs_batch` with this consumer's store, name, logger and metrics."""
+        return process_sqs_batch(
+            event,
+            process_one,
+            persistence_store=self.persistence_store,
+            consumer_name=self.name,
+            expires_after_seconds=self.expires_after_seconds,
+            lambda_context=lambda_context,
+            logger=self.logger,
+            metrics=self.metrics,
+        )
+
+    def handler(self, process_one: Callable[[Envelope], object]) -> LambdaHandler:
+        """Decorator: ``process_one(envelope)`` becomes ``handler(event, context)``."""
+
+        def lambda_handler(event: SQSEvent, context: LambdaContext) -> PartialBatchResponse:
+            response = self.process_batch(event, process_one, context)
+            # Counts are added once the batch is answered; a MalformedBatch
+            # raise leaves none, and there is nothing to flush.
+            self._flush_metrics()
+            return response
+
+        return lambda_handler
+
+    def _flush_metrics(self) -> None:
+        # Metrics are a by-product: a flush error must not turn a processed
+        # batch into a failed one (which would redeliver every message).
+        try:
+            self.metrics.flush_metrics()
+        except Exception:
+            self.logger.exception("could not flush consumer metrics")
+        finally:
+            # Powertools keeps the set when metrics are disabled
+            # (POWERTOOLS_METRICS_DISABLED): do not let it grow across invocations.
+            self.metrics.clear_metrics()
