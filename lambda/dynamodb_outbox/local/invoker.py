@@ -1,0 +1,66 @@
+"""One synchronous invocation of a handler, as Lambda makes it.
+
+The event crosses a JSON boundary both ways: the handler gets its own decoded
+copy (mutating it cannot change what the runtime retries), and a response
+that cannot be serialised is a function error, as ``Runtime.MarshalError`` is
+in Lambda. Any exception the handler raises is a function error; it is
+recorded, never propagated.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .context import LambdaContext
+
+Handler = Callable[[dict[str, Any], Any], Any]
+"""A Lambda handler: ``(event, context) -> response``."""
+
+
+@dataclass(frozen=True)
+class HandlerResult:
+    """The outcome of one invocation: a response, or the error that replaced it."""
+
+    request_id: str
+    response: Any = None
+    error: str | None = None
+    error_traceback: str | None = None
+
+    @property
+    def function_error(self) -> bool:
+        return self.error is not None
+
+
+def _lambda_json_default(value: Any) -> Any:
+    # The Python runtime serialises Decimal (what boto3's resource layer returns).
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def invoke_handler(
+    handler: Handler, event: Mapping[str, Any], context: LambdaContext
+) -> HandlerResult:
+    """Call ``handler`` with a JSON copy of ``event``; never raises for handler faults."""
+    payload = json.loads(json.dumps(event))
+    try:
+        response = handler(payload, context)
+    except Exception as error:
+        return HandlerResult(
+            request_id=context.aws_request_id,
+            error=f"{type(error).__name__}: {error}",
+            error_traceback=traceback.format_exc(),
+        )
+    try:
+        decoded = json.loads(json.dumps(response, default=_lambda_json_default))
+    except (TypeError, ValueError) as error:
+        return HandlerResult(
+            request_id=context.aws_request_id,
+            error=f"Runtime.MarshalError: {error}",
+        )
+    return HandlerResult(request_id=context.aws_request_id, response=decoded)

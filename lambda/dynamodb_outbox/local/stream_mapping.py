@@ -1,0 +1,493 @@
+"""A DynamoDB stream event source mapping, driven in-process on a virtual clock.
+
+:class:`StreamMapping` reads the stream through the DynamoDB Streams API (moto
+in-process, a moto server, or anything speaking the API), forms batches the way
+Lambda's poller does and calls the handler synchronously. Per shard it keeps a
+checkpoint and, while a batch is failing, the queue of batches still to be
+retried — that is all the state Lambda keeps.
+
+The rules, and the runtime's reading where AWS leaves room:
+
+* Reading starts at ``TRIM_HORIZON`` (``LATEST`` is refused by the config).
+  Records of a child shard wait until its parent shard is read to its end.
+* Filtered-out records never reach the handler and count as processed.
+* A batch closes at ``BatchSize`` records, at the 6 MB payload limit, or when
+  ``MaximumBatchingWindowInSeconds`` has passed on the virtual clock since the
+  poller first saw the records (a window of 0 delivers at once). The poller is
+  only as frequent as :meth:`StreamMapping.poll` calls; :meth:`drain` moves the
+  clock to the end of a window when nothing else can happen.
+* Response handling is :mod:`.responses`. A success moves the checkpoint past
+  the batch. A partial failure moves it to the lowest reported sequence number
+  (numeric comparison); the records from there on are retried.
+* Retrying, per failed batch ("Error handling for DynamoDB event sources"):
+
+  - with ``BisectBatchOnFunctionError`` and a partial response whose first
+    failure is not the first record, the batch is split at that sequence
+    number and only the rest is retried;
+  - otherwise, with bisect on and more than one record left, the batch is
+    split in two halves, retried first half first;
+  - splits do not consume retry attempts; any other retry does. When
+    ``MaximumRetryAttempts`` is exhausted the records are discarded.
+    Halves inherit their parent's attempt and invocation counts.
+  - Before every invocation, a batch whose oldest record is older than
+    ``MaximumRecordAgeInSeconds`` is discarded without invoking.
+  - A discarded batch sends a metadata-only record to the ``OnFailure`` SQS
+    destination (see :mod:`.destinations`); the records themselves are gone.
+
+* Retention: records older than 24 hours on the virtual clock are trimmed —
+  unreadable, whether the poller meets them on the stream or holds them in a
+  batch being retried. A checkpoint pointing into trimmed data moves forward to
+  the oldest readable record, as Lambda does on ``TrimmedDataAccessException``.
+  Trimmed records are lost without a failure record; they are counted in
+  ``stats.records_trimmed`` and listed in ``trimmed_sequence_numbers``.
+* At least once: a retried batch delivers again records the handler already saw.
+
+moto stamps stream records with the wall clock; for record age and retention
+to follow the virtual clock exactly, wrap the writes in
+:func:`~dynamodb_outbox.local.moto_clock.stream_records_follow`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from .clock import VirtualClock
+from .config import INFINITE, MappingConfigError, StreamMappingSettings, arn_parts
+from .context import DEFAULT_TIMEOUT_SECONDS, LambdaContext
+from .destinations import (
+    Condition,
+    DiscardedBatch,
+    SqsDestination,
+    stream_failure_record,
+)
+from .drain import drain_until_idle
+from .events import PayloadMeter, StreamEventRecord, epoch_seconds, record_size, stream_record
+from .filters import RecordFilter
+from .invoker import Handler, invoke_handler
+from .responses import BatchVerdict, judge_response, whole_batch_failure
+from .results import DrainResult, Invocation, PollResult, StreamStats
+
+STREAM_RETENTION_SECONDS = 24 * 60 * 60
+GET_RECORDS_LIMIT = 1_000
+
+
+@dataclass
+class _Record:
+    event: StreamEventRecord
+    sequence: str
+    created_at: float
+    size: int
+
+
+@dataclass
+class _Batch:
+    records: list[_Record]
+    # The last stream record this batch accounts for: its last record, or a
+    # filtered-out record after it. Success moves the checkpoint past it.
+    end_sequence: str
+    invoke_count: int = 0
+    retries_used: int = 0
+    last_request_id: str | None = None
+    last_function_error: bool = False
+
+    def derive(self, records: list[_Record], end_sequence: str) -> _Batch:
+        return _Batch(
+            records=records,
+            end_sequence=end_sequence,
+            invoke_count=self.invoke_count,
+            retries_used=self.retries_used,
+            last_request_id=self.last_request_id,
+            last_function_error=self.last_function_error,
+        )
+
+
+@dataclass(frozen=True)
+class _Position:
+    iterator_type: str
+    sequence: str | None = None
+
+
+_TRIM_HORIZON = _Position("TRIM_HORIZON")
+
+
+@dataclass
+class _ShardState:
+    shard_id: str
+    position: _Position = _TRIM_HORIZON
+    pending: deque[_Batch] = field(default_factory=deque)
+    window_opened_at: float | None = None
+    finished: bool = False
+
+
+@dataclass
+class _Formed:
+    records: list[_Record]
+    end_sequence: str | None
+    filtered: int
+    full: bool
+    end_of_closed_shard: bool
+
+
+class _ShardReader:
+    """Iterates a shard's records from a position, page by page, lazily."""
+
+    def __init__(self, streams: Any, stream_arn: str, shard_id: str, position: _Position) -> None:
+        self._streams = streams
+        self._stream_arn = stream_arn
+        self._shard_id = shard_id
+        self._position = position
+        self.end_of_closed_shard = False
+
+    def _iterator(self, position: _Position) -> str:
+        kwargs: dict[str, Any] = {
+            "StreamArn": self._stream_arn,
+            "ShardId": self._shard_id,
+            "ShardIteratorType": position.iterator_type,
+        }
+        if position.sequence is not None:
+            kwargs["SequenceNumber"] = position.sequence
+        try:
+            return str(self._streams.get_shard_iterator(**kwargs)["ShardIterator"])
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "TrimmedDataAccessException":
+                raise
+            # The checkpoint points into trimmed data: resume at the oldest record.
+            return self._iterator(_TRIM_HORIZON)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        iterator: str | None = self._iterator(self._position)
+        while iterator:
+            page = self._streams.get_records(ShardIterator=iterator, Limit=GET_RECORDS_LIMIT)
+            records = page.get("Records", [])
+            yield from records
+            iterator = page.get("NextShardIterator")
+            if iterator is None:
+                self.end_of_closed_shard = True
+            if not records:
+                return
+
+
+class StreamMapping:
+    """Lambda's DynamoDB stream poller for one mapping, invoking ``handler`` in-process.
+
+    ``config`` is the ``GetEventSourceMapping`` shape (see
+    :func:`~dynamodb_outbox.local.config.mapping_config` and
+    :func:`~dynamodb_outbox.local.config.read_mappings`). ``streams_client`` is a
+    boto3 ``dynamodbstreams`` client; ``sqs_client`` is needed when the
+    mapping has an on-failure destination.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        handler: Handler,
+        *,
+        streams_client: Any,
+        clock: VirtualClock,
+        sqs_client: Any = None,
+        function_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
+        self.settings = StreamMappingSettings.from_config(config)
+        self._handler = handler
+        self._streams = streams_client
+        self._clock = clock
+        self._timeout = function_timeout_seconds
+        self._region = arn_parts(self.settings.event_source_arn)[1]
+        self._filter = RecordFilter(self.settings.filter_patterns)
+        self._destination: SqsDestination | None = None
+        if self.settings.on_failure_destination is not None:
+            if sqs_client is None:
+                raise MappingConfigError(
+                    "the mapping has an on-failure destination: pass sqs_client"
+                )
+            self._destination = SqsDestination(self.settings.on_failure_destination, sqs_client)
+        self._shards: dict[str, _ShardState] = {}
+        self.stats = StreamStats()
+        self.invocations: list[Invocation] = []
+        self.failure_records: list[dict[str, Any]] = []
+        self.trimmed_sequence_numbers: list[str] = []
+
+    # ------------------------------------------------------------------ polling
+
+    def poll(self) -> PollResult:
+        """Run at most one batch per shard, as one round of Lambda's poller."""
+        result = PollResult()
+        shards = self._describe_shards()
+        listed = {shard["ShardId"] for shard in shards}
+        for shard in shards:
+            state = self._shards.setdefault(shard["ShardId"], _ShardState(shard["ShardId"]))
+            if state.finished:
+                continue
+            parent = shard.get("ParentShardId")
+            if parent in listed and not (parent in self._shards and self._shards[parent].finished):
+                continue
+            result.merge(self._poll_shard(state))
+        return result
+
+    def drain(self, max_invocations: int = 1_000, *, advance_clock: bool = True) -> DrainResult:
+        """Poll until nothing is left to deliver, with at most ``max_invocations`` invocations.
+
+        With ``advance_clock`` (the default) a batch held by its batching window
+        is released by moving the virtual clock to the window's end. Raises
+        :class:`DrainLimitReached` when the bound is hit with work pending.
+        """
+        return drain_until_idle(
+            [self], self._clock, max_invocations=max_invocations, advance_clock=advance_clock
+        )
+
+    def has_pending_work(self) -> bool:
+        """Whether a batch awaits a retry or a readable record awaits delivery."""
+        if any(state.pending for state in self._shards.values()):
+            return True
+        now = self._clock.now()
+        for shard in self._describe_shards():
+            state = self._shards.get(shard["ShardId"], _ShardState(shard["ShardId"]))
+            if state.finished:
+                continue
+            reader = _ShardReader(
+                self._streams, self.settings.event_source_arn, state.shard_id, state.position
+            )
+            for raw in itertools.islice(reader, GET_RECORDS_LIMIT):
+                if now - self._created_at(raw, now) <= STREAM_RETENTION_SECONDS:
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ shards
+
+    def _describe_shards(self) -> list[dict[str, Any]]:
+        shards: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"StreamArn": self.settings.event_source_arn}
+        while True:
+            description = self._streams.describe_stream(**kwargs)["StreamDescription"]
+            shards.extend(description.get("Shards", []))
+            last = description.get("LastEvaluatedShardId")
+            if not last:
+                return shards
+            kwargs["ExclusiveStartShardId"] = last
+
+    @staticmethod
+    def _created_at(raw: Mapping[str, Any], default: float) -> float:
+        stamp = raw["dynamodb"].get("ApproximateCreationDateTime")
+        return default if stamp is None else epoch_seconds(stamp)
+
+    def _poll_shard(self, state: _ShardState) -> PollResult:
+        result = PollResult()
+        now = self._clock.now()
+        self._trim_pending(state, now, result)
+        if not state.pending:
+            formed = self._form_batch(state, now, result)
+            if not formed.records:
+                state.window_opened_at = None
+                if formed.end_sequence is not None:
+                    state.position = _Position("AFTER_SEQUENCE_NUMBER", formed.end_sequence)
+                    self.stats.records_filtered += formed.filtered
+                    result.progressed = True
+                if formed.end_of_closed_shard:
+                    # A parent read to its end releases its children on the next round.
+                    state.finished = True
+                    result.progressed = True
+                return result
+            window = self.settings.batching_window_seconds
+            if not formed.full and window > 0:
+                if state.window_opened_at is None:
+                    state.window_opened_at = now
+                ready_at = state.window_opened_at + window
+                if now < ready_at:
+                    result.wait_until(ready_at)
+                    return result
+            state.window_opened_at = None
+            assert formed.end_sequence is not None
+            self.stats.records_filtered += formed.filtered
+            state.pending.append(_Batch(formed.records, formed.end_sequence))
+        self._attempt(state, result, now)
+        return result
+
+    def _form_batch(self, state: _ShardState, now: float, result: PollResult) -> _Formed:
+        reader = _ShardReader(
+            self._streams, self.settings.event_source_arn, state.shard_id, state.position
+        )
+        records: list[_Record] = []
+        meter = PayloadMeter()
+        end_sequence: str | None = None
+        filtered = 0
+        full = False
+        in_trimmed_prefix = True
+        for raw in reader:
+            event = stream_record(
+                raw, event_source_arn=self.settings.event_source_arn, region=self._region
+            )
+            sequence = event["dynamodb"]["SequenceNumber"]
+            created_at = self._created_at(raw, now)
+            if in_trimmed_prefix and now - created_at > STREAM_RETENTION_SECONDS:
+                self._lose(sequence)
+                state.position = _Position("AFTER_SEQUENCE_NUMBER", sequence)
+                result.progressed = True
+                continue
+            in_trimmed_prefix = False
+            if not self._filter.matches(event):
+                filtered += 1
+                end_sequence = sequence
+                continue
+            size = record_size(event)
+            if records and not meter.fits(size):
+                full = True
+                break
+            meter.add(size)
+            records.append(_Record(event, sequence, created_at, size))
+            end_sequence = sequence
+            if len(records) >= self.settings.batch_size:
+                full = True
+                break
+        return _Formed(
+            records=records,
+            end_sequence=end_sequence,
+            filtered=filtered,
+            full=full,
+            end_of_closed_shard=reader.end_of_closed_shard and not full,
+        )
+
+    def _lose(self, sequence: str) -> None:
+        self.stats.records_trimmed += 1
+        self.trimmed_sequence_numbers.append(sequence)
+
+    def _trim_pending(self, state: _ShardState, now: float, result: PollResult) -> None:
+        for batch in state.pending:
+            kept: list[_Record] = []
+            for record in batch.records:
+                if now - record.created_at <= STREAM_RETENTION_SECONDS:
+                    kept.append(record)
+                else:
+                    self._lose(record.sequence)
+                    result.progressed = True
+            batch.records = kept
+        while state.pending and not state.pending[0].records:
+            state.position = _Position(
+                "AFTER_SEQUENCE_NUMBER", state.pending.popleft().end_sequence
+            )
+        state.pending = deque(batch for batch in state.pending if batch.records)
+
+    # ------------------------------------------------------------------ invoking
+
+    def _attempt(self, state: _ShardState, result: PollResult, now: float) -> None:
+        batch = state.pending[0]
+        max_age = self.settings.maximum_record_age_seconds
+        if max_age != INFINITE and now - batch.records[0].created_at > max_age:
+            self._discard(state, batch, "RecordAgeExceeded", result, now)
+            return
+
+        context = LambdaContext(self.settings.function_arn, timeout_seconds=self._timeout)
+        event: dict[str, Any] = {"Records": [record.event for record in batch.records]}
+        outcome = invoke_handler(self._handler, event, context)
+        batch.invoke_count += 1
+        batch.last_request_id = outcome.request_id
+        batch.last_function_error = outcome.function_error
+        self.stats.invocations += 1
+        self.stats.records_delivered += len(batch.records)
+        result.progressed = True
+
+        ids = [record.sequence for record in batch.records]
+        verdict: BatchVerdict = (
+            whole_batch_failure(f"function error: {outcome.error}")
+            if outcome.error is not None
+            else judge_response(
+                outcome.response,
+                report_batch_item_failures=self.settings.report_batch_item_failures,
+                batch_ids=ids,
+            )
+        )
+        if verdict.failed_ids is None:
+            failed_from = 0
+        elif verdict.failed_ids:
+            failed_from = ids.index(min(verdict.failed_ids, key=int))
+        else:
+            failed_from = len(ids)
+
+        invocation = Invocation(
+            source=state.shard_id,
+            item_ids=tuple(ids),
+            outcome=(
+                "success"
+                if verdict.succeeded
+                else "failure"
+                if verdict.whole_batch_failed
+                else "partial"
+            ),
+            failed_ids=tuple(ids[failed_from:]),
+            reason=verdict.reason,
+            request_id=outcome.request_id,
+            attempt=batch.invoke_count,
+            event=event,
+            response=outcome.response,
+            error=outcome.error,
+        )
+        self.invocations.append(invocation)
+        result.invocations.append(invocation)
+
+        state.pending.popleft()
+        if verdict.succeeded:
+            state.position = _Position("AFTER_SEQUENCE_NUMBER", batch.end_sequence)
+            return
+        remaining = batch.records[failed_from:]
+        if failed_from > 0:
+            state.position = _Position("AT_SEQUENCE_NUMBER", remaining[0].sequence)
+        bisect = self.settings.bisect_batch_on_function_error
+        if bisect and failed_from > 0:
+            self.stats.bisections += 1
+            state.pending.appendleft(batch.derive(remaining, batch.end_sequence))
+            return
+        if bisect and len(remaining) > 1:
+            self.stats.bisections += 1
+            middle = len(remaining) // 2
+            first, second = remaining[:middle], remaining[middle:]
+            state.pending.appendleft(batch.derive(second, batch.end_sequence))
+            state.pending.appendleft(batch.derive(first, first[-1].sequence))
+            return
+        retry = batch.derive(remaining, batch.end_sequence)
+        state.pending.appendleft(retry)
+        max_retries = self.settings.maximum_retry_attempts
+        if max_retries != INFINITE and retry.retries_used >= max_retries:
+            self._discard(state, retry, "RetryAttemptsExhausted", result, now)
+            return
+        retry.retries_used += 1
+        self.stats.retries += 1
+
+    def _discard(
+        self,
+        state: _ShardState,
+        batch: _Batch,
+        condition: Condition,
+        result: PollResult,
+        now: float,
+    ) -> None:
+        assert state.pending and state.pending[0] is batch
+        state.pending.popleft()
+        state.position = _Position("AFTER_SEQUENCE_NUMBER", batch.end_sequence)
+        record = stream_failure_record(
+            DiscardedBatch(
+                shard_id=state.shard_id,
+                stream_arn=self.settings.event_source_arn,
+                sequence_numbers=[r.sequence for r in batch.records],
+                arrival_times=[r.created_at for r in batch.records],
+            ),
+            condition=condition,
+            function_arn=self.settings.function_arn,
+            request_id=batch.last_request_id or str(uuid.uuid4()),
+            invoke_count=batch.invoke_count,
+            function_error="Unhandled" if batch.last_function_error else None,
+            now=now,
+        )
+        self.failure_records.append(record)
+        result.failure_records.append(record)
+        result.progressed = True
+        self.stats.batches_discarded += 1
+        self.stats.records_discarded += len(batch.records)
+        if self._destination is not None:
+            self._destination.send(record)
+            self.stats.failures_sent += 1
