@@ -1,0 +1,126 @@
+provider "aws" {
+  region = var.region
+}
+
+data "aws_caller_identity" "current" {}
+
+data "aws_partition" "current" {}
+
+locals {
+  name = "orders-outbox"
+
+  tags = {
+    Project     = "orders"
+    Environment = "production"
+    Owner       = "team-orders"
+  }
+}
+
+################################################################################
+# Customer managed key for the table, the on-failure queue and the log group
+################################################################################
+
+data "aws_iam_policy_document" "kms" {
+  # Key administration and use stay with the account's IAM policies.
+  statement {
+    sid       = "AccountAdministersKey"
+    actions   = ["kms:*"]
+    resources = ["*"]
+
+    principals {
+      type        = "AWS"
+      identifiers = ["arn:${data.aws_partition.current.partition}:iam::${data.aws_caller_identity.current.account_id}:root"]
+    }
+  }
+
+  # CloudWatch Logs encrypts the publisher's log group with the key.
+  statement {
+    sid = "CloudWatchLogsUsesKey"
+    actions = [
+      "kms:Encrypt*",
+      "kms:Decrypt*",
+      "kms:ReEncrypt*",
+      "kms:GenerateDataKey*",
+      "kms:Describe*",
+    ]
+    resources = ["*"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["logs.${var.region}.amazonaws.com"]
+    }
+
+    condition {
+      test     = "ArnLike"
+      variable = "kms:EncryptionContext:aws:logs:arn"
+      values   = ["arn:${data.aws_partition.current.partition}:logs:${var.region}:${data.aws_caller_identity.current.account_id}:log-group:/aws/lambda/${local.name}-*"]
+    }
+  }
+}
+
+resource "aws_kms_key" "outbox" {
+  description         = "Encrypts the ${local.name} table, queue and logs."
+  enable_key_rotation = true
+  policy              = data.aws_iam_policy_document.kms.json
+
+  tags = local.tags
+}
+
+resource "aws_kms_alias" "outbox" {
+  name          = "alias/${local.name}"
+  target_key_id = aws_kms_key.outbox.key_id
+}
+
+################################################################################
+# Outbox
+################################################################################
+
+module "outbox" {
+  source = "../.."
+
+  name = local.name
+  tags = local.tags
+
+  kms_key_arn                  = aws_kms_key.outbox.arn
+  iam_permissions_boundary_arn = var.iam_permissions_boundary_arn
+
+  table = {
+    create                      = true
+    name                        = "orders"
+    stream_view_type            = "NEW_IMAGE"
+    billing_mode                = "PROVISIONED"
+    read_capacity               = 20
+    write_capacity              = 40
+    deletion_protection_enabled = true
+    ttl_attribute_name          = "expires_at"
+  }
+
+  event_bus = {
+    create = true
+    name   = "orders"
+  }
+
+  lambda_runtime      = "python3.13"
+  lambda_architecture = "arm64"
+
+  # null: the public Powertools for AWS Lambda (Python) v3 layer of the region.
+  powertools_layer_arn = null
+
+  log_retention_days = 90
+
+  publisher = {
+    memory_size_mb   = 512
+    timeout_seconds  = 120
+    log_level        = "INFO"
+    extra_layer_arns = var.extra_layer_arns
+  }
+
+  stream_mapping = {
+    batch_size                         = 200
+    maximum_batching_window_in_seconds = 1
+    parallelization_factor             = 2
+    maximum_retry_attempts             = 20
+    maximum_record_age_in_seconds      = 21600
+    enabled                            = true
+  }
+}

@@ -1,0 +1,17 @@
+variable "region" {
+  description = "AWS Region to deploy the outbox to."
+  type        = string
+  default     = "eu-west-1"
+}
+
+variable "iam_permissions_boundary_arn" {
+  description = "Permissions boundary for the module's IAM roles, when the account requires one."
+  type        = string
+  default     = null
+}
+
+variable "extra_layer_arns" {
+  description = "More layers for the publisher, e.g. a Lambda extension shipping logs elsewhere."
+  type        = list(string)
+  default     = []
+}

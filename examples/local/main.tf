@@ -1,0 +1,51 @@
+# Deploys the module to a local AWS emulator (a moto server): no account, no
+# credentials, no network beyond loopback. tests/terraform/test_apply_local.py
+# applies it once per test session and checks the live resources with boto3.
+
+provider "aws" {
+  region     = var.region
+  access_key = "test"
+  secret_key = "test"
+
+  skip_credentials_validation = true
+  skip_requesting_account_id  = true
+  skip_metadata_api_check     = true
+  skip_region_validation      = true
+  s3_use_path_style           = true
+
+  # Every service the module (and its later parts: sweeper schedule, SNS variant,
+  # alarms) calls. The provider has no separate DynamoDB Streams endpoint: it
+  # reads stream settings through the DynamoDB API.
+  endpoints {
+    cloudwatch = var.endpoint_url
+    dynamodb   = var.endpoint_url
+    events     = var.endpoint_url
+    iam        = var.endpoint_url
+    kms        = var.endpoint_url
+    lambda     = var.endpoint_url
+    logs       = var.endpoint_url
+    scheduler  = var.endpoint_url
+    sns        = var.endpoint_url
+    sqs        = var.endpoint_url
+    sts        = var.endpoint_url
+  }
+}
+
+module "outbox" {
+  source = "../.."
+
+  name = var.name
+  tags = {
+    Environment = "local"
+  }
+
+  # moto rejects layer ARNs it does not know: deploy without the Powertools layer.
+  powertools_layer_arn = ""
+
+  # So that the test session can destroy what it applied.
+  table = {
+    deletion_protection_enabled = false
+  }
+
+  log_retention_days = 7
+}

@@ -1,0 +1,69 @@
+output "region" {
+  description = "Region the stack was applied to."
+  value       = var.region
+}
+
+output "table_name" {
+  description = "Name of the outbox table."
+  value       = module.outbox.table_name
+}
+
+output "table_arn" {
+  description = "ARN of the outbox table."
+  value       = module.outbox.table_arn
+}
+
+output "table_stream_arn" {
+  description = "ARN of the table's stream."
+  value       = module.outbox.table_stream_arn
+}
+
+output "event_bus_name" {
+  description = "Name of the bus."
+  value       = module.outbox.event_bus_name
+}
+
+output "event_bus_arn" {
+  description = "ARN of the bus."
+  value       = module.outbox.event_bus_arn
+}
+
+output "publisher_function_name" {
+  description = "Name of the publisher function."
+  value       = module.outbox.publisher_function_name
+}
+
+output "publisher_function_arn" {
+  description = "ARN of the publisher function."
+  value       = module.outbox.publisher_function_arn
+}
+
+output "publisher_role_arn" {
+  description = "ARN of the publisher's role."
+  value       = module.outbox.publisher_role_arn
+}
+
+output "stream_mapping_uuid" {
+  description = "UUID of the stream mapping."
+  value       = module.outbox.stream_mapping_uuid
+}
+
+output "stream_filter_pattern" {
+  description = "The stream mapping's filter pattern."
+  value       = module.outbox.stream_filter_pattern
+}
+
+output "on_failure_queue_url" {
+  description = "URL of the on-failure queue."
+  value       = module.outbox.on_failure_queue_url
+}
+
+output "on_failure_queue_arn" {
+  description = "ARN of the on-failure queue."
+  value       = module.outbox.on_failure_queue_arn
+}
+
+output "log_group_name" {
+  description = "Publisher log group."
+  value       = module.outbox.log_group_name
+}

@@ -1,0 +1,17 @@
+variable "endpoint_url" {
+  description = "URL of the local AWS emulator (a moto server) every AWS API call goes to."
+  type        = string
+  default     = "http://127.0.0.1:5000"
+}
+
+variable "region" {
+  description = "Region the emulator pretends to be."
+  type        = string
+  default     = "us-east-1"
+}
+
+variable "name" {
+  description = "Name of the outbox."
+  type        = string
+  default     = "outbox-local"
+}

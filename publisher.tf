@@ -1,0 +1,226 @@
+################################################################################
+# Publisher: log group
+################################################################################
+
+# Created before the function (see depends_on there) so Lambda never creates an
+# unencrypted log group without retention on the first invocation.
+resource "aws_cloudwatch_log_group" "publisher" {
+  name              = local.publisher_log_group_name
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+
+  tags = local.tags
+}
+
+################################################################################
+# Publisher: on-failure queue
+################################################################################
+
+# Where the stream mapping sends a record of each batch it gives up on (retries or
+# record age exhausted). For SQS the record holds metadata only (shard, sequence
+# numbers, stream ARN): the outbox item stays in the table and is the copy to
+# recover from.
+resource "aws_sqs_queue" "on_failure" {
+  name                      = local.on_failure_queue_name
+  message_retention_seconds = 1209600 # 14 days, the SQS maximum
+
+  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
+  kms_master_key_id                 = var.kms_key_arn
+  kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 300
+
+  tags = local.tags
+}
+
+################################################################################
+# Publisher: IAM
+################################################################################
+
+data "aws_iam_policy_document" "publisher_assume_role" {
+  statement {
+    sid     = "LambdaAssumeRole"
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "publisher" {
+  name                 = local.publisher_name
+  description          = "Execution role of the ${local.publisher_name} outbox publisher."
+  assume_role_policy   = data.aws_iam_policy_document.publisher_assume_role.json
+  permissions_boundary = var.iam_permissions_boundary_arn
+
+  tags = local.tags
+}
+
+data "aws_iam_policy_document" "publisher" {
+  # The stream mapping polls the stream with the function's role. All four
+  # actions are scoped to this table's stream, as in the DynamoDB developer guide
+  # ("IAM policy to allow an AWS Lambda function to access DynamoDB stream
+  # records"). ListStreams is listed by the Lambda documentation, but the mapping
+  # is given the stream ARN and reads it with DescribeStream, GetShardIterator and
+  # GetRecords; should AWS ever require ListStreams on "*", widen only that action,
+  # in a statement of its own.
+  statement {
+    sid = "ReadOutboxStream"
+    actions = [
+      "dynamodb:DescribeStream",
+      "dynamodb:GetRecords",
+      "dynamodb:GetShardIterator",
+      "dynamodb:ListStreams",
+    ]
+    resources = [local.table_stream_arn]
+  }
+
+  # Delete published outbox items (BatchWriteItem) and mark poison items as
+  # quarantined (UpdateItem); DeleteItem for single deletes.
+  statement {
+    sid = "SettleOutboxItems"
+    actions = [
+      "dynamodb:BatchWriteItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:UpdateItem",
+    ]
+    resources = [local.table_arn]
+  }
+
+  statement {
+    sid       = "PublishEvents"
+    actions   = ["events:PutEvents"]
+    resources = [local.event_bus_arn]
+  }
+
+  # The stream mapping sends failed-batch records to its on-failure destination
+  # with the function's role.
+  statement {
+    sid       = "SendFailedBatchRecords"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.on_failure.arn]
+  }
+
+  statement {
+    sid = "WriteOwnLogs"
+    actions = [
+      "logs:CreateLogStream",
+      "logs:PutLogEvents",
+    ]
+    resources = ["${aws_cloudwatch_log_group.publisher.arn}:*"]
+  }
+
+  # Read an encrypted stream/table and send to an encrypted queue.
+  dynamic "statement" {
+    for_each = length(local.publisher_kms_key_arns) > 0 ? [local.publisher_kms_key_arns] : []
+
+    content {
+      sid = "UseEncryptionKeys"
+      actions = [
+        "kms:Decrypt",
+        "kms:GenerateDataKey",
+      ]
+      resources = statement.value
+    }
+  }
+
+  # No cloudwatch:PutMetricData: Powertools metrics are written to the log as
+  # CloudWatch embedded metric format.
+}
+
+resource "aws_iam_role_policy" "publisher" {
+  name   = local.publisher_name
+  role   = aws_iam_role.publisher.id
+  policy = data.aws_iam_policy_document.publisher.json
+}
+
+################################################################################
+# Publisher: function
+################################################################################
+
+locals {
+  publisher_layers = compact(concat([local.powertools_layer_arn], var.publisher.extra_layer_arns))
+}
+
+resource "aws_lambda_function" "publisher" {
+  function_name = local.publisher_name
+  description   = "Publishes outbox items from the stream of ${local.table_name} to the ${local.event_bus_name} event bus."
+  role          = aws_iam_role.publisher.arn
+
+  filename         = local.package_path
+  source_code_hash = filebase64sha256(local.package_path)
+  handler          = local.publisher_handler
+  runtime          = var.lambda_runtime
+  architectures    = [var.lambda_architecture]
+  memory_size      = var.publisher.memory_size_mb
+  timeout          = var.publisher.timeout_seconds
+  layers           = local.publisher_layers
+
+  environment {
+    variables = {
+      OUTBOX_TABLE_NAME            = local.table_name
+      OUTBOX_EVENT_BUS_NAME        = local.event_bus_name
+      POWERTOOLS_SERVICE_NAME      = var.name
+      POWERTOOLS_METRICS_NAMESPACE = local.metrics_namespace
+      LOG_LEVEL                    = var.publisher.log_level
+    }
+  }
+
+  tags = local.tags
+
+  depends_on = [
+    aws_cloudwatch_log_group.publisher,
+    aws_iam_role_policy.publisher,
+  ]
+
+  lifecycle {
+    precondition {
+      condition     = local.powertools_layer_arn != null
+      error_message = "There is no default Powertools layer for the ${data.aws_partition.current.partition} partition: set powertools_layer_arn to the layer version ARN for your region, or to \"\" for no layer."
+    }
+  }
+}
+
+################################################################################
+# Publisher: stream mapping
+################################################################################
+
+resource "aws_lambda_event_source_mapping" "publisher" {
+  event_source_arn = local.table_stream_arn
+  function_name    = aws_lambda_function.publisher.function_name
+  enabled          = var.stream_mapping.enabled
+
+  # Not an input: with LATEST, records written while the mapping is being created
+  # or re-created are never read, and for an outbox that is silent event loss.
+  starting_position = "TRIM_HORIZON"
+
+  batch_size                         = var.stream_mapping.batch_size
+  maximum_batching_window_in_seconds = var.stream_mapping.maximum_batching_window_in_seconds
+  parallelization_factor             = var.stream_mapping.parallelization_factor
+
+  # The handler returns the first failed record's sequence number; bisecting
+  # isolates a failing record; bounded retries and age keep one record from
+  # blocking its shard, and what is given up on is recorded on the queue.
+  function_response_types        = ["ReportBatchItemFailures"]
+  bisect_batch_on_function_error = true
+  maximum_retry_attempts         = var.stream_mapping.maximum_retry_attempts
+  maximum_record_age_in_seconds  = var.stream_mapping.maximum_record_age_in_seconds
+
+  filter_criteria {
+    filter {
+      pattern = local.stream_filter_pattern
+    }
+  }
+
+  destination_config {
+    on_failure {
+      destination_arn = aws_sqs_queue.on_failure.arn
+    }
+  }
+
+  # No tags: tagging event source mappings needs hashicorp/aws >= 5.70 and the
+  # module supports every 5.x.
+
+  # Lambda checks the role can read the stream when the mapping is created.
+  depends_on = [aws_iam_role_policy.publisher]
+}

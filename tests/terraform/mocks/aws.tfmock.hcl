@@ -1,0 +1,89 @@
+# Values for the computed attributes the module reads, shared by every
+# *.tftest.hcl file (mock_provider "aws" { source = "tests/terraform/mocks" }).
+# Fixed, realistic ARNs make assertions and failure messages readable; runs
+# override them where a test needs something else.
+
+mock_data "aws_partition" {
+  defaults = {
+    partition  = "aws"
+    dns_suffix = "amazonaws.com"
+  }
+}
+
+mock_data "aws_region" {
+  defaults = {
+    name = "eu-west-1"
+  }
+}
+
+mock_data "aws_iam_policy_document" {
+  defaults = {
+    json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}"
+  }
+}
+
+mock_data "aws_dynamodb_table" {
+  defaults = {
+    arn              = "arn:aws:dynamodb:eu-west-1:111122223333:table/orders"
+    stream_arn       = "arn:aws:dynamodb:eu-west-1:111122223333:table/orders/stream/2024-05-01T00:00:00.000"
+    stream_enabled   = true
+    stream_view_type = "NEW_IMAGE"
+    hash_key         = "PK"
+    range_key        = "SK"
+    attribute = [
+      { name = "PK", type = "S" },
+      { name = "SK", type = "S" },
+    ]
+    server_side_encryption = []
+  }
+}
+
+mock_data "aws_cloudwatch_event_bus" {
+  defaults = {
+    arn = "arn:aws:events:eu-west-1:111122223333:event-bus/shared"
+  }
+}
+
+mock_resource "aws_dynamodb_table" {
+  defaults = {
+    arn        = "arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox"
+    stream_arn = "arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox/stream/2024-05-01T00:00:00.000"
+  }
+}
+
+mock_resource "aws_cloudwatch_event_bus" {
+  defaults = {
+    arn = "arn:aws:events:eu-west-1:111122223333:event-bus/orders-outbox"
+  }
+}
+
+mock_resource "aws_sqs_queue" {
+  defaults = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-publisher-on-failure"
+    url = "https://sqs.eu-west-1.amazonaws.com/111122223333/orders-outbox-publisher-on-failure"
+  }
+}
+
+mock_resource "aws_cloudwatch_log_group" {
+  defaults = {
+    arn = "arn:aws:logs:eu-west-1:111122223333:log-group:/aws/lambda/orders-outbox-publisher"
+  }
+}
+
+mock_resource "aws_iam_role" {
+  defaults = {
+    arn = "arn:aws:iam::111122223333:role/orders-outbox-publisher"
+  }
+}
+
+mock_resource "aws_lambda_function" {
+  defaults = {
+    arn = "arn:aws:lambda:eu-west-1:111122223333:function:orders-outbox-publisher"
+  }
+}
+
+mock_resource "aws_lambda_event_source_mapping" {
+  defaults = {
+    uuid = "a1b2c3d4-5678-90ab-cdef-111122223333"
+  }
+}
