@@ -17,15 +17,22 @@ The rules, and why:
   consumers absorb by event id, never a loss. So a failed delete never fails
   the batch.
 
-The sending side sits behind :class:`Sink`, so another transport (SNS
-``PublishBatch``) only has to say how big an entry is, how many fit in a call
-and which error codes are worth retrying; the failure handling stays here.
+The sending side sits behind :class:`Sink` (:class:`EventBridgeSink` for
+``PutEvents``, :class:`SnsSink` for ``PublishBatch``): a transport only says how
+big an entry is, how many fit in a call and which errors are worth retrying; the
+failure handling stays here.
+
+The stream handler and the sweeper share one core, :func:`publish_outbox_items`:
+same planning, batching, failure rules, quarantine and delete. The stream
+wrapper, :func:`publish_stream_batch`, turns records into candidates and the
+first failure into a sequence-number checkpoint.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -60,29 +67,48 @@ from dynamodb_outbox.stream_types import (
 
 __all__ = [
     "ENV_EVENT_BUS_NAME",
+    "ENV_PUBLISH_TO",
     "ENV_TABLE_NAME",
+    "ENV_TOPIC_ARN",
     "NON_RETRYABLE_PUT_EVENTS_CODES",
+    "PUBLISH_TO_EVENTBRIDGE",
+    "PUBLISH_TO_SNS",
     "PUT_EVENTS_MAX_ENTRIES",
     "PUT_EVENTS_MAX_REQUEST_BYTES",
+    "RETRYABLE_SNS_SENDER_FAULT_CODES",
+    "SNS_MAX_ENTRIES",
+    "SNS_MAX_REQUEST_BYTES",
+    "ConfigurationError",
     "DynamoDBClient",
     "EntryResult",
     "EventBridgeSink",
     "EventsClient",
     "MissingSequenceNumber",
     "OutboundEvent",
+    "OutboxCandidate",
     "PublishResult",
     "Runtime",
     "Sink",
     "SinkError",
+    "SnsClient",
+    "SnsSink",
     "default_runtime",
     "handler",
+    "publish_outbox_items",
     "publish_stream_batch",
     "put_events_entry_size",
     "record_metrics",
+    "required_env",
+    "sink_from_environment",
+    "sns_entry_size",
 ]
 
 ENV_EVENT_BUS_NAME: Final = "OUTBOX_EVENT_BUS_NAME"
 ENV_TABLE_NAME: Final = "OUTBOX_TABLE_NAME"
+ENV_PUBLISH_TO: Final = "OUTBOX_PUBLISH_TO"
+ENV_TOPIC_ARN: Final = "OUTBOX_TOPIC_ARN"
+PUBLISH_TO_EVENTBRIDGE: Final = "eventbridge"
+PUBLISH_TO_SNS: Final = "sns"
 DEFAULT_METRICS_NAMESPACE: Final = "DynamoDBOutbox"
 DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-publisher"
 
@@ -107,6 +133,39 @@ NON_RETRYABLE_PUT_EVENTS_CODES: Final = frozenset(
         "NotAuthorizedForDetailTypeException",
         "NotAuthorizedForSourceException",
         "RedactionFailure",
+    }
+)
+
+SNS_MAX_ENTRIES: Final = 10
+# AWS: with the topic's default MaximumMessageSize, one message and the sum of a
+# batch's messages must not exceed 256 KiB, "including each message's body and
+# attributes". A topic can be raised to 1 MiB; the default is the safe bound.
+SNS_MAX_REQUEST_BYTES: Final = 256 * 1024
+SNS_STRING_DATA_TYPE: Final = "String"
+# MessageGroupId / MessageDeduplicationId: 1-128 ASCII letters, digits, punctuation.
+_SNS_FIFO_ID: Final = re.compile(r"[!-~]{1,128}")
+
+# SNS flags nearly every error SenderFault, throttling included (``Throttled``
+# is a 429 with senderFault=true in the service model). Poison means "this
+# message can never be published"; these codes say the caller is too fast or the
+# topic is misconfigured (permissions, KMS key), which fixes itself or is fixed
+# once for every event. Retrying them keeps the events pending (the sweeper
+# republishes them once the cause is gone) instead of quarantining all of them.
+RETRYABLE_SNS_SENDER_FAULT_CODES: Final = frozenset(
+    {
+        "AuthorizationError",
+        "ConcurrentAccess",
+        "InvalidSecurity",
+        "KMSAccessDenied",
+        "KMSDisabled",
+        "KMSInvalidState",
+        "KMSNotFound",
+        "KMSOptInRequired",
+        "KMSThrottling",
+        "NotFound",
+        "Throttled",
+        "Throttling",
+        "ThrottlingException",
     }
 )
 
@@ -143,6 +202,27 @@ class EventsClient(Protocol):
     """The part of the boto3 EventBridge client the publisher uses."""
 
     def put_events(self, *, Entries: list[PutEventsRequestEntry]) -> Mapping[str, Any]: ...
+
+
+class SnsMessageAttributeValue(TypedDict):
+    DataType: str
+    StringValue: str
+
+
+class PublishBatchRequestEntry(TypedDict, total=False):
+    Id: str
+    Message: str
+    MessageAttributes: dict[str, SnsMessageAttributeValue]
+    MessageGroupId: str
+    MessageDeduplicationId: str
+
+
+class SnsClient(Protocol):
+    """The part of the boto3 SNS client the publisher uses."""
+
+    def publish_batch(
+        self, *, TopicArn: str, PublishBatchRequestEntries: list[PublishBatchRequestEntry]
+    ) -> Mapping[str, Any]: ...
 
 
 class DynamoDBClient(Protocol):
@@ -209,6 +289,15 @@ class Sink(Protocol):
 
     def entry_size(self, event: OutboundEvent) -> int: ...
 
+    def unsendable_reason(self, event: OutboundEvent) -> str | None:
+        """Why this transport can never accept ``event`` (it is poison), or None.
+
+        Size is checked by the caller against :attr:`max_request_bytes`; this is
+        for everything else a request would be refused for, checked before the
+        call so that one bad entry cannot fail the call of its neighbours.
+        """
+        ...
+
     def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
         """One result per event, aligned with ``events``.
 
@@ -256,6 +345,9 @@ class EventBridgeSink:
             has_time=True,
         )
 
+    def unsendable_reason(self, event: OutboundEvent) -> str | None:
+        return None
+
     def entry(self, event: OutboundEvent) -> PutEventsRequestEntry:
         return {
             "Time": event.time,
@@ -286,6 +378,137 @@ class EventBridgeSink:
             error_message=str(entry.get("ErrorMessage") or ""),
             retryable=str(code) not in NON_RETRYABLE_PUT_EVENTS_CODES,
         )
+
+
+def sns_entry_size(message: str, attributes: Mapping[str, SnsMessageAttributeValue]) -> int:
+    """Bytes SNS counts for one message: the body plus each attribute's name, type and value.
+
+    AWS counts "each message's body and attributes" without a formula for the
+    attributes; counting all three parts in UTF-8 is the upper bound.
+    """
+    size = len(message.encode("utf-8"))
+    for name, value in attributes.items():
+        size += len(name.encode("utf-8"))
+        size += len(value["DataType"].encode("utf-8"))
+        size += len(value["StringValue"].encode("utf-8"))
+    return size
+
+
+def _is_sns_topic_arn(arn: str) -> bool:
+    parts = arn.split(":")
+    return len(parts) == 6 and parts[0] == "arn" and parts[2] == "sns" and all(parts[1:])
+
+
+class SnsSink:
+    """``PublishBatch`` on one topic: at most 10 messages and 256 KiB per call.
+
+    The message is the stored envelope JSON, byte for byte. The attributes
+    ``event_type`` and ``source`` let subscriptions filter without parsing the
+    body. On a FIFO topic (ARN ending ``.fifo``) the envelope's subject is the
+    message group, so one aggregate's events keep their order, and the event id
+    is the deduplication id, so a republished event within SNS's 5-minute window
+    is dropped by SNS itself.
+    """
+
+    name = "PublishBatch"
+    max_entries = SNS_MAX_ENTRIES
+
+    def __init__(
+        self,
+        client: SnsClient,
+        topic_arn: str,
+        *,
+        max_request_bytes: int = SNS_MAX_REQUEST_BYTES,
+    ) -> None:
+        if not _is_sns_topic_arn(topic_arn):
+            raise ValueError(
+                f"the SNS topic must be given by ARN (arn:<partition>:sns:<region>:<account>:"
+                f"<name>), got {topic_arn!r}"
+            )
+        self._client = client
+        self.topic_arn = topic_arn
+        self.fifo = topic_arn.endswith(".fifo")
+        self.max_request_bytes = max_request_bytes
+
+    @staticmethod
+    def message_attributes(event: OutboundEvent) -> dict[str, SnsMessageAttributeValue]:
+        return {
+            "event_type": {"DataType": SNS_STRING_DATA_TYPE, "StringValue": event.envelope.type},
+            "source": {"DataType": SNS_STRING_DATA_TYPE, "StringValue": event.envelope.source},
+        }
+
+    def entry_size(self, event: OutboundEvent) -> int:
+        return sns_entry_size(event.body, self.message_attributes(event))
+
+    def unsendable_reason(self, event: OutboundEvent) -> str | None:
+        if self.fifo and not _SNS_FIFO_ID.fullmatch(event.envelope.subject):
+            return (
+                f"subject {event.envelope.subject[:150]!r} cannot be a FIFO MessageGroupId "
+                "(1-128 ASCII letters, digits or punctuation)"
+            )
+        return None
+
+    def entry(self, event: OutboundEvent, entry_id: str) -> PublishBatchRequestEntry:
+        entry: PublishBatchRequestEntry = {
+            "Id": entry_id,
+            "Message": event.body,
+            "MessageAttributes": self.message_attributes(event),
+        }
+        if self.fifo:
+            entry["MessageGroupId"] = event.envelope.subject
+            entry["MessageDeduplicationId"] = event.envelope.id
+        return entry
+
+    def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
+        # The position makes ids unique even when a stream batch carries the same
+        # record twice; the event id makes them readable in logs and traces.
+        ids = [f"{position}-{event.envelope.id}" for position, event in enumerate(events)]
+        response = self._client.publish_batch(
+            TopicArn=self.topic_arn,
+            PublishBatchRequestEntries=[
+                self.entry(event, entry_id) for event, entry_id in zip(events, ids, strict=True)
+            ],
+        )
+        successful = {
+            entry.get("Id")
+            for entry in _list(response.get("Successful"))
+            if isinstance(entry, dict)
+        }
+        failed = {
+            entry.get("Id"): entry
+            for entry in _list(response.get("Failed"))
+            if isinstance(entry, dict)
+        }
+        results: list[EntryResult] = []
+        for entry_id in ids:
+            if entry_id in failed:  # listed as failed wins: never delete what may not be out
+                results.append(self._failure(failed[entry_id]))
+            elif entry_id in successful:
+                results.append(EntryResult())
+            else:
+                results.append(
+                    EntryResult(
+                        error_code="MissingFromResponse",
+                        error_message="PublishBatch listed the entry neither as Successful "
+                        "nor as Failed",
+                        retryable=True,
+                    )
+                )
+        return results
+
+    @staticmethod
+    def _failure(entry: Mapping[str, Any]) -> EntryResult:
+        code = str(entry.get("Code") or "Unknown")
+        sender_fault = entry.get("SenderFault") is True
+        return EntryResult(
+            error_code=code,
+            error_message=str(entry.get("Message") or ""),
+            retryable=not sender_fault or code in RETRYABLE_SNS_SENDER_FAULT_CODES,
+        )
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
 
 
 # ---------------------------------------------------------------------------- result
@@ -329,7 +552,12 @@ class PublishResult:
     delete_calls: int = 0
     #: index in the batch of the record Lambda retries from, if any.
     failure_position: int | None = None
+    #: the failed candidate's checkpoint (a stream record's sequence number).
+    failure_checkpoint: str | None = None
     failure_sequence_number: str | None = None
+    #: ``should_continue`` said stop: candidates from ``stopped_at_position`` on
+    #: were not attempted (they stay pending).
+    stopped_at_position: int | None = None
 
     def response(self) -> PartialBatchResponse:
         if self.failure_sequence_number is None:
@@ -337,7 +565,25 @@ class PublishResult:
         return {"batchItemFailures": [{"itemIdentifier": self.failure_sequence_number}]}
 
 
-# ------------------------------------------------------------------- record planning
+# ---------------------------------------------------------------- candidates, plans
+
+
+@dataclass(frozen=True)
+class OutboxCandidate:
+    """One outbox item to publish, whichever path found it.
+
+    ``key`` is its table key (``PK`` and ``SK``); ``item`` the whole item in
+    low-level JSON: a stream record's ``NewImage`` or what the sweeper read;
+    ``None`` only for a stream record without ``NewImage`` (wrong stream view
+    type), which is poison. ``position`` is its index in the caller's input and
+    ``checkpoint`` an opaque label the caller maps a failure back to (the stream
+    uses the record's sequence number).
+    """
+
+    key: AttributeMap
+    item: Mapping[str, Any] | None
+    position: int
+    checkpoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -355,22 +601,18 @@ class _Unreadable:
 
 @dataclass(frozen=True)
 class _Poison:
-    position: int
-    sequence_number: str | None
-    key: AttributeMap
+    candidate: OutboxCandidate
     reason: str
 
 
 @dataclass(frozen=True)
 class _Publish:
-    position: int
-    sequence_number: str | None
-    key: AttributeMap
+    candidate: OutboxCandidate
     event: OutboundEvent
     size: int
 
 
-_Plan = _Skip | _Unreadable | _Poison | _Publish
+_Plan = _Poison | _Publish
 
 
 def _get(mapping: object, name: str) -> object:
@@ -394,7 +636,7 @@ def _parse_time(text: str) -> datetime:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-def _plan(position: int, record: object, sink: Sink) -> _Plan:
+def _stream_candidate(position: int, record: object) -> _Skip | _Unreadable | OutboxCandidate:
     stream = _get(record, "dynamodb")
     sequence = _get(stream, "SequenceNumber")
     sequence_number = sequence if isinstance(sequence, str) and sequence else None
@@ -409,14 +651,24 @@ def _plan(position: int, record: object, sink: Sink) -> _Plan:
     key = _key(keys)
     if key is None:
         return _Unreadable(position, sequence_number, f"outbox record {sk!r} has no {ATTR_PK} key")
-
-    def poison(reason: str) -> _Poison:
-        return _Poison(position, sequence_number, key, reason[:MAX_REASON_CHARS])
-
     image = _get(stream, "NewImage")
-    if not isinstance(image, Mapping):
+    return OutboxCandidate(
+        key=key,
+        item=image if isinstance(image, Mapping) else None,
+        position=position,
+        checkpoint=sequence_number,
+    )
+
+
+def _plan(candidate: OutboxCandidate, sink: Sink) -> _Plan:
+    def poison(reason: str) -> _Poison:
+        return _Poison(candidate, reason[:MAX_REASON_CHARS])
+
+    sk = _string_attribute(candidate.key, ATTR_SK)
+    item = candidate.item
+    if item is None:
         return poison("stream record has no NewImage (stream view type must include new images)")
-    body = _string_attribute(image, ATTR_ENVELOPE)
+    body = _string_attribute(item, ATTR_ENVELOPE)
     if body is None:
         return poison(f"outbox item has no string attribute {ATTR_ENVELOPE!r}")
     try:
@@ -432,12 +684,15 @@ def _plan(position: int, record: object, sink: Sink) -> _Plan:
         return poison(
             f"event too large for {sink.name}: {size} bytes, limit {sink.max_request_bytes}"
         )
-    return _Publish(position, sequence_number, key, event, size)
+    unsendable = sink.unsendable_reason(event)
+    if unsendable is not None:
+        return poison(f"{sink.name} cannot take it: {unsendable}")
+    return _Publish(candidate, event, size)
 
 
-def _groups(plans: Sequence[_Plan], sink: Sink) -> Iterator[list[_Poison | _Publish]]:
-    """Stream-ordered groups: the entries of one call plus the poison records among them."""
-    group: list[_Poison | _Publish] = []
+def _groups(plans: Sequence[_Plan], sink: Sink) -> Iterator[list[_Plan]]:
+    """Ordered groups: the entries of one call plus the poison candidates among them."""
+    group: list[_Plan] = []
     count = size = 0
     for plan in plans:
         if isinstance(plan, _Publish):
@@ -446,14 +701,12 @@ def _groups(plans: Sequence[_Plan], sink: Sink) -> Iterator[list[_Poison | _Publ
                 group, count, size = [], 0, 0
             count += 1
             size += plan.size
-            group.append(plan)
-        elif isinstance(plan, _Poison):
-            group.append(plan)
+        group.append(plan)
     if group:
         yield group
 
 
-# ----------------------------------------------------------------------- the batch
+# ----------------------------------------------------------------------- the core
 
 
 def _utc_now() -> datetime:
@@ -474,8 +727,8 @@ def _key_label(key: AttributeMap) -> dict[str, object]:
     return {name: next(iter(value.values()), None) for name, value in key.items()}
 
 
-class _Batch:
-    """The state of one batch; :func:`publish_stream_batch` is its public face."""
+class _Publication:
+    """The state of one :func:`publish_outbox_items` call."""
 
     def __init__(
         self,
@@ -486,6 +739,8 @@ class _Batch:
         sleep: Callable[[float], None],
         clock: Callable[[], datetime],
         delete_retries: int,
+        should_continue: Callable[[], bool] | None,
+        result: PublishResult,
     ) -> None:
         self.sink = sink
         self.table_name = table_name
@@ -493,32 +748,28 @@ class _Batch:
         self.sleep = sleep
         self.clock = clock
         self.delete_retries = delete_retries
-        self.result = PublishResult()
+        self.should_continue = should_continue
+        self.result = result
         self.published: list[_Publish] = []
 
-    def run(self, records: Sequence[object]) -> _Poison | _Publish | None:
-        self.result.records = len(records)
-        plans = [_plan(position, record, self.sink) for position, record in enumerate(records)]
-        for plan in plans:
-            if isinstance(plan, _Skip):
-                self.result.skipped += 1
-            elif isinstance(plan, _Unreadable):
-                # Without a key there is no item to mark; blocking the shard on it
-                # would not help either. The log line is the only trace left.
-                self.result.unreadable += 1
-                logger.error(
-                    "unreadable stream record skipped",
-                    extra={"why": plan.why, "sequence_number": plan.sequence_number},
-                )
-        failure: _Poison | _Publish | None = None
+    def run(self, candidates: Sequence[OutboxCandidate]) -> _Plan | None:
+        plans = [_plan(candidate, self.sink) for candidate in candidates]
+        failure: _Plan | None = None
         for group in _groups(plans, self.sink):
+            if self.should_continue is not None and not self.should_continue():
+                self.result.stopped_at_position = group[0].candidate.position
+                logger.info(
+                    "stopping before the end of the input; the rest stays pending",
+                    extra={"position": group[0].candidate.position},
+                )
+                break
             failure = self._process(group)
             if failure is not None:
                 break
         self._delete_published()
         return failure
 
-    def _process(self, group: list[_Poison | _Publish]) -> _Poison | _Publish | None:
+    def _process(self, group: list[_Plan]) -> _Plan | None:
         # Quarantine first: it is idempotent, so doing it for a record past a later
         # send failure costs one redundant write on the retry, whereas sending
         # entries past a failed quarantine would publish them twice.
@@ -539,7 +790,7 @@ class _Batch:
             if outcome.retryable:
                 self.result.retryable_failures += 1
             if send_failure is not None:
-                continue  # past the checkpoint: Lambda delivers it again
+                continue  # past the checkpoint: delivered (or swept) again
             if outcome.retryable:
                 send_failure = plan
                 logger.warning(
@@ -547,8 +798,8 @@ class _Batch:
                     extra={
                         "error_code": outcome.error_code,
                         "error_message": outcome.error_message,
-                        "sequence_number": plan.sequence_number,
-                        "key": _key_label(plan.key),
+                        "checkpoint": plan.candidate.checkpoint,
+                        "key": _key_label(plan.candidate.key),
                     },
                 )
             elif not self._quarantine(
@@ -574,19 +825,19 @@ class _Batch:
             )
             return [failed] * len(plans)
 
-    def _quarantine(self, plan: _Poison | _Publish, reason: str) -> bool:
+    def _quarantine(self, plan: _Plan, reason: str) -> bool:
         """Mark the item poison; False when that must be retried (the marker would be lost)."""
         reason = reason[:MAX_REASON_CHARS]
         self.result.quarantine_calls += 1
         log_fields = {
             "reason": reason,
-            "key": _key_label(plan.key),
-            "sequence_number": plan.sequence_number,
+            "key": _key_label(plan.candidate.key),
+            "checkpoint": plan.candidate.checkpoint,
         }
         try:
             self.dynamodb.update_item(
                 TableName=self.table_name,
-                Key=plan.key,
+                Key=plan.candidate.key,
                 UpdateExpression=_QUARANTINE_UPDATE,
                 # An item that is gone was published and deleted (e.g. by the
                 # sweeper): UpdateItem must not bring it back as a stub.
@@ -626,8 +877,8 @@ class _Batch:
     def _delete_published(self) -> None:
         unique: dict[str, AttributeMap] = {}
         for plan in self.published:
-            unique.setdefault(json.dumps(plan.key, sort_keys=True), plan.key)
-        self.result.published = len(self.published)
+            unique.setdefault(json.dumps(plan.candidate.key, sort_keys=True), plan.candidate.key)
+        self.result.published += len(self.published)
         keys = list(unique.values())
         for start in range(0, len(keys), BATCH_WRITE_MAX_ITEMS):
             self._delete_chunk(keys[start : start + BATCH_WRITE_MAX_ITEMS])
@@ -667,6 +918,50 @@ class _Batch:
         )
 
 
+def publish_outbox_items(
+    candidates: Sequence[OutboxCandidate],
+    *,
+    sink: Sink,
+    table_name: str,
+    dynamodb_client: DynamoDBClient,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], datetime] = _utc_now,
+    delete_retries: int = DEFAULT_DELETE_RETRIES,
+    should_continue: Callable[[], bool] | None = None,
+    result: PublishResult | None = None,
+) -> PublishResult:
+    """Publish outbox items in the order given; quarantine poison; delete what was published.
+
+    The core shared by the stream handler and the sweeper. It stops at the first
+    failure that must be retried (a retryable send failure or a failed
+    quarantine write) and reports it in ``failure_position`` and
+    ``failure_checkpoint``; nothing after it is sent, so everything from it on
+    stays pending. Poison is quarantined and the run goes on. Deletes happen last,
+    only for what was published, and never fail the run.
+
+    ``should_continue`` is asked before each call to the sink (the sweeper's
+    deadline); when it says no, the run stops there without a failure and
+    ``stopped_at_position`` says where. Counts are added to ``result`` when one
+    is given.
+    """
+    result = result if result is not None else PublishResult()
+    publication = _Publication(
+        sink=sink,
+        table_name=table_name,
+        dynamodb_client=dynamodb_client,
+        sleep=sleep,
+        clock=clock,
+        delete_retries=delete_retries,
+        should_continue=should_continue,
+        result=result,
+    )
+    failure = publication.run(candidates)
+    if failure is not None:
+        result.failure_position = failure.candidate.position
+        result.failure_checkpoint = failure.candidate.checkpoint
+    return result
+
+
 def publish_stream_batch(
     records: Sequence[DynamoDBStreamRecord],
     *,
@@ -683,29 +978,90 @@ def publish_stream_batch(
     response. Raises :class:`MissingSequenceNumber` when the record to retry
     from cannot be named (after deleting what was published).
     """
-    batch = _Batch(
+    result = PublishResult(records=len(records))
+    candidates: list[OutboxCandidate] = []
+    for position, record in enumerate(records):
+        parsed = _stream_candidate(position, record)
+        if isinstance(parsed, _Skip):
+            result.skipped += 1
+        elif isinstance(parsed, _Unreadable):
+            # Without a key there is no item to mark; blocking the shard on it
+            # would not help either. The log line is the only trace left.
+            result.unreadable += 1
+            logger.error(
+                "unreadable stream record skipped",
+                extra={"why": parsed.why, "sequence_number": parsed.sequence_number},
+            )
+        else:
+            candidates.append(parsed)
+    publish_outbox_items(
+        candidates,
         sink=sink,
         table_name=table_name,
         dynamodb_client=dynamodb_client,
         sleep=sleep,
         clock=clock,
         delete_retries=delete_retries,
+        result=result,
     )
-    failure = batch.run(records)
-    result = batch.result
-    if failure is not None:
-        result.failure_position = failure.position
-        if failure.sequence_number is None:
+    if result.failure_position is not None:
+        if result.failure_checkpoint is None:
             raise MissingSequenceNumber(
-                f"record {failure.position} must be retried but has no dynamodb.SequenceNumber; "
-                "failing the whole batch",
+                f"record {result.failure_position} must be retried but has no "
+                "dynamodb.SequenceNumber; failing the whole batch",
                 result,
             )
-        result.failure_sequence_number = failure.sequence_number
+        result.failure_sequence_number = result.failure_checkpoint
     return result
 
 
 # --------------------------------------------------------------------------- handler
+
+
+class ConfigurationError(RuntimeError):
+    """An environment variable is missing or invalid; the message names it."""
+
+
+def required_env(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """The non-empty value of ``name``, or :class:`ConfigurationError` naming it."""
+    value = (os.environ if environ is None else environ).get(name, "")
+    if not value:
+        raise ConfigurationError(f"environment variable {name} must be set")
+    return value
+
+
+def _boto3_client(service: str) -> Any:
+    return boto3.client(service)  # type: ignore[call-overload]
+
+
+def sink_from_environment(
+    environ: Mapping[str, str] | None = None,
+    client_factory: Callable[[str], Any] | None = None,
+) -> Sink:
+    """The sink ``OUTBOX_PUBLISH_TO`` selects: ``eventbridge`` (default) or ``sns``.
+
+    EventBridge needs ``OUTBOX_EVENT_BUS_NAME`` (name or ARN), SNS needs
+    ``OUTBOX_TOPIC_ARN``. Shared by the publisher and the sweeper, so both send
+    the same way. Raises :class:`ConfigurationError` naming the variable at fault.
+    """
+    environ = os.environ if environ is None else environ
+    make_client: Callable[[str], Any] = client_factory or _boto3_client
+    publish_to = environ.get(ENV_PUBLISH_TO, "").strip().lower() or PUBLISH_TO_EVENTBRIDGE
+    if publish_to == PUBLISH_TO_EVENTBRIDGE:
+        bus = required_env(ENV_EVENT_BUS_NAME, environ)
+        return EventBridgeSink(make_client("events"), bus)
+    if publish_to == PUBLISH_TO_SNS:
+        topic_arn = required_env(ENV_TOPIC_ARN, environ)
+        if not _is_sns_topic_arn(topic_arn):
+            raise ConfigurationError(
+                f"environment variable {ENV_TOPIC_ARN} must be an SNS topic ARN "
+                f"(arn:<partition>:sns:<region>:<account>:<name>), got {topic_arn!r}"
+            )
+        return SnsSink(make_client("sns"), topic_arn)
+    raise ConfigurationError(
+        f"environment variable {ENV_PUBLISH_TO} must be {PUBLISH_TO_EVENTBRIDGE!r} or "
+        f"{PUBLISH_TO_SNS!r}, got {environ.get(ENV_PUBLISH_TO)!r}"
+    )
 
 
 @dataclass(frozen=True)
@@ -717,13 +1073,6 @@ class Runtime:
     dynamodb_client: DynamoDBClient
 
 
-def _required_env(name: str) -> str:
-    value = os.environ.get(name, "")
-    if not value:
-        raise RuntimeError(f"environment variable {name} must be set")
-    return value
-
-
 @cache
 def default_runtime() -> Runtime:
     """Clients from the environment, made on first use (boto3 honours AWS_ENDPOINT_URL).
@@ -731,20 +1080,25 @@ def default_runtime() -> Runtime:
     ``default_runtime.cache_clear()`` forgets them (tests that change the environment).
     """
     return Runtime(
-        sink=EventBridgeSink(boto3.client("events"), _required_env(ENV_EVENT_BUS_NAME)),
-        table_name=_required_env(ENV_TABLE_NAME),
+        sink=sink_from_environment(),
+        table_name=required_env(ENV_TABLE_NAME),
         dynamodb_client=boto3.client("dynamodb"),
     )
 
 
-def record_metrics(result: PublishResult, target: Metrics) -> None:
-    """Every count, zeros included, so dashboards and alarms see a steady series."""
+def record_metrics(
+    result: PublishResult, target: Metrics, sink_name: str = EventBridgeSink.name
+) -> None:
+    """Every count, zeros included, so dashboards and alarms see a steady series.
+
+    Calls are counted as ``<sink_name>Calls``: ``PutEventsCalls`` or ``PublishBatchCalls``.
+    """
     counts = {
         "PublishedEvents": result.published,
         "QuarantinedEvents": result.quarantined,
         "RetryableFailures": result.retryable_failures,
         "DeleteLeftovers": result.delete_leftovers,
-        "PutEventsCalls": result.send_calls,
+        f"{sink_name}Calls": result.send_calls,
         "UnreadableRecords": result.unreadable,
     }
     for name, value in counts.items():
@@ -767,13 +1121,13 @@ def handler(event: DynamoDBStreamEvent, context: LambdaContext) -> PartialBatchR
             dynamodb_client=runtime.dynamodb_client,
         )
     except MissingSequenceNumber as exc:
-        _emit_metrics(exc.result)
+        _emit_metrics(exc.result, runtime.sink)
         raise
-    _emit_metrics(result)
+    _emit_metrics(result, runtime.sink)
     logger.info("batch done", extra={"result": asdict(result)})
     return result.response()
 
 
-def _emit_metrics(result: PublishResult) -> None:
-    record_metrics(result, metrics)
+def _emit_metrics(result: PublishResult, sink: Sink) -> None:
+    record_metrics(result, metrics, sink.name)
     metrics.flush_metrics()

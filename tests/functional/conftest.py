@@ -159,3 +159,99 @@ def event_bus(events_client: Any) -> EventBus:
         Targets=[{"Id": "published", "Arn": queue_arn}],
     )
     return EventBus(client=events_client, name=BUS_NAME, arn=bus_arn, sqs=sqs, queue_url=queue_url)
+
+
+# ------------------------------------------------------------------------------ SNS
+
+TOPIC_NAME = "outbox-test-topic"
+
+
+@dataclass
+class SnsMessage:
+    """One message as a raw-delivery SQS subscriber got it."""
+
+    body: str
+    attributes: dict[str, str]
+    group_id: str | None
+    deduplication_id: str | None
+
+    @property
+    def event_id(self) -> str:
+        event_id: str = json.loads(self.body)["id"]
+        return event_id
+
+
+@dataclass
+class SnsTopic:
+    """A topic with an SQS queue subscribed with RawMessageDelivery (body = the message)."""
+
+    client: Any
+    arn: str
+    sqs: Any
+    queue_url: str
+
+    def received(self) -> list[SnsMessage]:
+        """Drain the queue: every message the topic delivered, in queue order."""
+        messages: list[SnsMessage] = []
+        while True:
+            batch = self.sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=0,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
+            ).get("Messages", [])
+            if not batch:
+                return messages
+            for message in batch:
+                system = message.get("Attributes", {})
+                messages.append(
+                    SnsMessage(
+                        body=message["Body"],
+                        attributes={
+                            name: value["StringValue"]
+                            for name, value in message.get("MessageAttributes", {}).items()
+                        },
+                        group_id=system.get("MessageGroupId"),
+                        deduplication_id=system.get("MessageDeduplicationId"),
+                    )
+                )
+                self.sqs.delete_message(
+                    QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"]
+                )
+
+    def received_ids(self) -> list[str]:
+        return [message.event_id for message in self.received()]
+
+
+def make_sns_topic(*, fifo: bool = False) -> SnsTopic:
+    """Inside ``mock_aws``: a topic (FIFO: ``.fifo``, no content-based dedup) and its queue."""
+    sns = boto3.client("sns", region_name=REGION)
+    sqs = boto3.client("sqs", region_name=REGION)
+    suffix = ".fifo" if fifo else ""
+    topic_attributes = {"FifoTopic": "true"} if fifo else {}
+    topic_arn = sns.create_topic(Name=TOPIC_NAME + suffix, Attributes=topic_attributes)["TopicArn"]
+    queue_attributes = {"FifoQueue": "true"} if fifo else {}
+    queue_url = sqs.create_queue(QueueName="sns-published" + suffix, Attributes=queue_attributes)[
+        "QueueUrl"
+    ]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    sns.subscribe(
+        TopicArn=topic_arn,
+        Protocol="sqs",
+        Endpoint=queue_arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )
+    return SnsTopic(client=sns, arn=topic_arn, sqs=sqs, queue_url=queue_url)
+
+
+@pytest.fixture
+def sns_topic(aws: None) -> SnsTopic:
+    return make_sns_topic()
+
+
+@pytest.fixture
+def sns_fifo_topic(aws: None) -> SnsTopic:
+    return make_sns_topic(fifo=True)

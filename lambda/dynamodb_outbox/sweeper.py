@@ -1,0 +1,640 @@
+"""Sweeper: re-publishes outbox items the stream path left behind.
+
+Lambda entry point: ``dynamodb_outbox.sweeper.handler``, run on a schedule.
+
+Stream records live 24 hours and the stream mapping gives up after its retry
+budget; from then on the outbox item in the table is the only copy of the
+event. The sweeper finds items still pending after a minimum age and publishes
+them through the publisher's own core (:func:`publish_outbox_items`): same sink,
+batching, failure rules, quarantine and delete.
+
+The rules, and why:
+
+* Reads are proportional to pending items, never to the table: one ``Query``
+  per shard of the sparse pending index (only pending outbox items carry the
+  shard attribute; a quarantined item has it removed), for sort keys below the
+  ULID of ``now - min_age``. ULIDs sort by time, so that bound is "older than
+  min age". The index is KEYS_ONLY, so the items are then read by key with a
+  consistent ``BatchGetItem``. Never a ``Scan``.
+* A run is bounded by ``max_items`` and by the Lambda's remaining time; what it
+  does not reach stays pending for the next run.
+* The first retryable failure stops the run: the sink is throttled or down, and
+  hammering it helps no one. The rest stays pending.
+* Overlapping with the stream publisher can only duplicate an event, never lose
+  one: an item is deleted only after its event was published (by whichever path
+  did it), and the quarantine write never recreates an item that is gone. The
+  sweeper re-reads each item before publishing and skips those already gone or
+  no longer pending. Consumers absorb duplicates by event id.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import Any, Final, Protocol
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from ulid import ULID
+
+from dynamodb_outbox.envelope import (
+    ATTR_PENDING_SHARD,
+    ATTR_PK,
+    ATTR_SK,
+    ATTR_STATUS,
+    DEFAULT_PENDING_SHARDS,
+    OUTBOX_SK_PREFIX,
+    STATUS_PENDING,
+)
+from dynamodb_outbox.publisher import (
+    DEFAULT_DELETE_RETRIES,
+    DEFAULT_METRICS_NAMESPACE,
+    ENV_TABLE_NAME,
+    ConfigurationError,
+    DynamoDBClient,
+    OutboxCandidate,
+    PublishResult,
+    Sink,
+    publish_outbox_items,
+    required_env,
+    sink_from_environment,
+)
+from dynamodb_outbox.stream_types import AttributeMap
+
+__all__ = [
+    "BATCH_GET_MAX_KEYS",
+    "DEFAULT_MAX_ITEMS",
+    "DEFAULT_MIN_AGE_SECONDS",
+    "DEFAULT_PENDING_INDEX",
+    "DEFAULT_TIME_RESERVE_SECONDS",
+    "ENV_MAX_ITEMS",
+    "ENV_MIN_AGE_SECONDS",
+    "ENV_PENDING_INDEX",
+    "ENV_PENDING_SHARDS",
+    "SweepResult",
+    "SweeperDynamoDBClient",
+    "SweeperRuntime",
+    "default_runtime",
+    "handler",
+    "pending_boundary_sk",
+    "record_metrics",
+    "runtime_from_environment",
+    "shard_keys",
+    "sweep",
+    "ulid_time",
+]
+
+ENV_PENDING_INDEX: Final = "OUTBOX_PENDING_INDEX"
+ENV_PENDING_SHARDS: Final = "OUTBOX_PENDING_SHARDS"
+ENV_MIN_AGE_SECONDS: Final = "OUTBOX_SWEEPER_MIN_AGE_SECONDS"
+ENV_MAX_ITEMS: Final = "OUTBOX_SWEEPER_MAX_ITEMS"
+
+DEFAULT_PENDING_INDEX: Final = "outbox-pending"
+# Well above normal publish latency (the stream mapping polls 4 times a second
+# and retries a failed batch within seconds): an item this old was missed.
+DEFAULT_MIN_AGE_SECONDS: Final = 300
+DEFAULT_MAX_ITEMS: Final = 1000
+# Kept free at the end of a run for the deletes of what was just published.
+DEFAULT_TIME_RESERVE_SECONDS: Final = 10.0
+DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-sweeper"
+
+BATCH_GET_MAX_KEYS: Final = 100
+QUERY_MAX_PAGE: Final = 1000
+DEFAULT_READ_RETRIES: Final = 5
+READ_BACKOFF_BASE_SECONDS: Final = 0.05
+READ_BACKOFF_MAX_SECONDS: Final = 1.0
+MAX_PENDING_SHARDS: Final = 100  # envelope.pending_shard accepts 1..100
+
+logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", DEFAULT_SERVICE_NAME))
+metrics = Metrics(
+    namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", DEFAULT_METRICS_NAMESPACE)
+)
+
+
+class SweeperDynamoDBClient(DynamoDBClient, Protocol):
+    """The part of the boto3 DynamoDB client the sweeper uses (no Scan, on purpose)."""
+
+    def query(self, **kwargs: Any) -> Mapping[str, Any]: ...
+
+    def batch_get_item(self, *, RequestItems: dict[str, Any]) -> Mapping[str, Any]: ...
+
+
+# ------------------------------------------------------------------------ ULID keys
+
+
+def shard_keys(shards: int) -> list[str]:
+    """The pending-index partition keys, in the format of ``envelope.pending_shard``."""
+    if isinstance(shards, bool) or not 1 <= shards <= MAX_PENDING_SHARDS:
+        raise ValueError(f"pending shards must be between 1 and {MAX_PENDING_SHARDS}, got {shards}")
+    return [f"{n:02d}" for n in range(shards)]
+
+
+def pending_boundary_sk(moment: datetime) -> str:
+    """The smallest outbox sort key of ``moment``'s millisecond.
+
+    ``SK < boundary`` holds exactly for outbox items whose ULID was made before
+    that millisecond: the ULID's first 48 bits are its time in milliseconds, and
+    the boundary takes the lowest randomness.
+    """
+    milliseconds = int(moment.timestamp() * 1000)
+    if milliseconds < 0:
+        milliseconds = 0
+    return OUTBOX_SK_PREFIX + str(ULID.from_bytes(milliseconds.to_bytes(6, "big") + bytes(10)))
+
+
+def ulid_time(sort_key: str) -> datetime | None:
+    """When the outbox item with ``sort_key`` was made, from its ULID; None if not a ULID."""
+    if not sort_key.startswith(OUTBOX_SK_PREFIX):
+        return None
+    try:
+        return ULID.from_str(sort_key[len(OUTBOX_SK_PREFIX) :]).datetime
+    except ValueError:
+        return None
+
+
+# -------------------------------------------------------------------------- result
+
+
+@dataclass
+class SweepResult:
+    """What one sweep did. ``publish`` holds the shared core's counts."""
+
+    #: items older than min age with ``SK <`` this were looked for.
+    boundary_sk: str = ""
+    query_calls: int = 0
+    #: pending items older than min age found this run (at most ``max_items``).
+    pending_items: int = 0
+    #: age of the oldest pending item, young ones included; 0 when none is pending.
+    oldest_pending_age_seconds: float = 0.0
+    oldest_pending_sk: str | None = None
+    #: index entries whose sort key is not an outbox key (never published).
+    foreign_keys: int = 0
+    batch_get_calls: int = 0
+    #: items read back by key.
+    fetched: int = 0
+    #: keys whose item was deleted or no longer pending when read (another path got it).
+    not_pending: int = 0
+    #: keys DynamoDB left unprocessed after the read retries (next run).
+    unfetched: int = 0
+    #: more old items than this run took (``max_items``, time, or a failure).
+    more_pending: bool = False
+    #: why the run stopped early: ``max_items``, ``time`` or ``retryable_failure``.
+    stopped_by: str | None = None
+    #: the outbox sort key where a retryable failure stopped the run.
+    failure_sk: str | None = None
+    publish: PublishResult = field(default_factory=PublishResult)
+
+    @property
+    def swept(self) -> int:
+        return self.publish.published
+
+
+# ------------------------------------------------------------------------- the run
+
+
+class _ShardCursor:
+    """Ascending keys of one pending-index partition, below the boundary, page by page."""
+
+    def __init__(self, sweep: _Sweep, shard: str) -> None:
+        self.sweep = sweep
+        self.shard = shard
+        self.keys: list[AttributeMap] = []
+        self.index = 0
+        self.start_key: AttributeMap | None = None
+        self.exhausted = False
+
+    def peek(self) -> AttributeMap | None:
+        while self.index >= len(self.keys) and not self.exhausted:
+            self._fetch()
+        return self.keys[self.index] if self.index < len(self.keys) else None
+
+    def has_more(self) -> bool:
+        """Keys may be left (without reading a page to find out)."""
+        return self.index < len(self.keys) or not self.exhausted
+
+    def pop(self) -> AttributeMap:
+        key = self.keys[self.index]
+        self.index += 1
+        return key
+
+    def _fetch(self) -> None:
+        request: dict[str, Any] = {
+            "KeyConditionExpression": "#shard = :shard AND #sk < :boundary",
+            "ExpressionAttributeNames": {"#shard": ATTR_PENDING_SHARD, "#sk": ATTR_SK},
+            "ExpressionAttributeValues": {
+                ":shard": {"S": self.shard},
+                ":boundary": {"S": self.sweep.result.boundary_sk},
+            },
+            "Limit": self.sweep.page_limit,
+        }
+        if self.start_key is not None:
+            request["ExclusiveStartKey"] = self.start_key
+        response = self.sweep.query(request)
+        self.keys, self.index = _keys_of(response), 0
+        last = response.get("LastEvaluatedKey")
+        self.start_key = last if isinstance(last, dict) and last else None
+        self.exhausted = self.start_key is None
+
+
+def _keys_of(response: Mapping[str, Any]) -> list[AttributeMap]:
+    keys: list[AttributeMap] = []
+    for item in response.get("Items") or []:
+        pk, sk = item.get(ATTR_PK), item.get(ATTR_SK)
+        if isinstance(pk, dict) and isinstance(sk, dict):
+            keys.append({ATTR_PK: pk, ATTR_SK: sk})
+    return keys
+
+
+def _sk(key: Mapping[str, Any]) -> str:
+    value = key.get(ATTR_SK, {}).get("S")
+    return value if isinstance(value, str) else ""
+
+
+def _key_id(key: Mapping[str, Any]) -> str:
+    return json.dumps([key.get(ATTR_PK), key.get(ATTR_SK)], sort_keys=True)
+
+
+class _Sweep:
+    def __init__(
+        self,
+        *,
+        sink: Sink,
+        table_name: str,
+        dynamodb_client: SweeperDynamoDBClient,
+        index_name: str,
+        shards: int,
+        min_age_seconds: int,
+        max_items: int,
+        now: datetime,
+        time_left: Callable[[], float] | None,
+        time_reserve_seconds: float,
+        sleep: Callable[[float], None],
+        clock: Callable[[], datetime],
+        delete_retries: int,
+        read_retries: int,
+    ) -> None:
+        if isinstance(min_age_seconds, bool) or min_age_seconds < 0:
+            raise ValueError(f"min_age_seconds must be >= 0, got {min_age_seconds}")
+        if isinstance(max_items, bool) or max_items < 1:
+            raise ValueError(f"max_items must be >= 1, got {max_items}")
+        self.sink = sink
+        self.table_name = table_name
+        self.dynamodb = dynamodb_client
+        self.index_name = index_name
+        self.shards = shard_keys(shards)
+        self.min_age_seconds = min_age_seconds
+        self.max_items = max_items
+        self.now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+        self.time_left = time_left
+        self.time_reserve_seconds = time_reserve_seconds
+        self.sleep = sleep
+        self.clock = clock
+        self.delete_retries = delete_retries
+        self.read_retries = read_retries
+        # Spread the budget over the shards (the hash spreads items evenly), so a
+        # backlog costs about ``max_items`` keys read, not ``shards * max_items``.
+        self.page_limit = max(1, min(QUERY_MAX_PAGE, -(-max_items // len(self.shards))))
+        self.result = SweepResult(
+            boundary_sk=pending_boundary_sk(self.now - timedelta(seconds=min_age_seconds))
+        )
+
+    # -- reads
+
+    def query(self, request: dict[str, Any]) -> Mapping[str, Any]:
+        self.result.query_calls += 1
+        return self.dynamodb.query(
+            TableName=self.table_name,
+            IndexName=self.index_name,
+            ScanIndexForward=True,
+            **request,
+        )
+
+    def _oldest_young_key(self, shard: str) -> AttributeMap | None:
+        """The oldest key of a shard with nothing older than min age (for the age metric)."""
+        response = self.query(
+            {
+                "KeyConditionExpression": "#shard = :shard",
+                "ExpressionAttributeNames": {"#shard": ATTR_PENDING_SHARD},
+                "ExpressionAttributeValues": {":shard": {"S": shard}},
+                "Limit": 1,
+            }
+        )
+        keys = _keys_of(response)
+        return keys[0] if keys else None
+
+    def out_of_time(self) -> bool:
+        return self.time_left is not None and self.time_left() < self.time_reserve_seconds
+
+    def pending_keys(self) -> list[AttributeMap]:
+        """Old pending keys, oldest first across shards, at most ``max_items``."""
+        cursors = [_ShardCursor(self, shard) for shard in self.shards]
+        heads: list[tuple[str, int]] = []
+        oldest: list[str] = []
+        for position, cursor in enumerate(cursors):
+            head = cursor.peek()
+            if head is not None:
+                heads.append((_sk(head), position))
+                oldest.append(_sk(head))
+            else:
+                young = self._oldest_young_key(cursor.shard)
+                if young is not None:
+                    oldest.append(_sk(young))
+        self._record_oldest(oldest)
+        heapq.heapify(heads)
+        keys: list[AttributeMap] = []
+        more = False
+        while heads:
+            if self.out_of_time():
+                self.result.stopped_by, more = "time", True
+                break
+            _, position = heapq.heappop(heads)
+            cursor = cursors[position]
+            key = cursor.pop()
+            if _sk(key).startswith(OUTBOX_SK_PREFIX):
+                keys.append(key)
+            else:  # a non-outbox item carrying the shard attribute: never ours to publish
+                self.result.foreign_keys += 1
+                logger.warning("pending index holds a non-outbox key; ignored", extra={"key": key})
+            if len(keys) >= self.max_items:
+                # No peek: it could read a page this run would not use.
+                more = bool(heads) or cursor.has_more()
+                self.result.stopped_by = "max_items" if more else None
+                break
+            head = cursor.peek()
+            if head is not None:
+                heapq.heappush(heads, (_sk(head), position))
+        self.result.more_pending = more
+        self.result.pending_items = len(keys)
+        return keys
+
+    def _record_oldest(self, sort_keys: Sequence[str]) -> None:
+        for sort_key in sorted(sk for sk in sort_keys if sk.startswith(OUTBOX_SK_PREFIX)):
+            made = ulid_time(sort_key)
+            if made is None:
+                logger.warning("pending outbox key is not a ULID", extra={"sk": sort_key})
+                continue
+            self.result.oldest_pending_sk = sort_key
+            self.result.oldest_pending_age_seconds = max(0.0, (self.now - made).total_seconds())
+            return
+
+    def fetch(self, keys: Sequence[AttributeMap]) -> list[AttributeMap]:
+        """The items of ``keys`` that are still pending, in the order of ``keys``."""
+        found: dict[str, AttributeMap] = {}
+        request: dict[str, Any] = {"Keys": list(keys), "ConsistentRead": True}
+        unread: list[AttributeMap] = []
+        retries = 0
+        while True:
+            self.result.batch_get_calls += 1
+            response = self.dynamodb.batch_get_item(RequestItems={self.table_name: request})
+            for item in (response.get("Responses") or {}).get(self.table_name) or []:
+                found[_key_id(item)] = item
+            unprocessed = (response.get("UnprocessedKeys") or {}).get(self.table_name) or {}
+            unread = list(unprocessed.get("Keys") or [])
+            if not unread:
+                break
+            if retries >= self.read_retries:
+                logger.warning(
+                    "keys left unread; the next run picks them up", extra={"count": len(unread)}
+                )
+                break
+            retries += 1
+            self.sleep(
+                min(READ_BACKOFF_MAX_SECONDS, READ_BACKOFF_BASE_SECONDS * 2 ** (retries - 1))
+            )
+            request = {**unprocessed, "ConsistentRead": True}
+        unread_ids = {_key_id(key) for key in unread}
+        self.result.fetched += len(found)
+        self.result.unfetched += len(unread_ids)
+        self.result.more_pending = self.result.more_pending or bool(unread_ids)
+        items: list[AttributeMap] = []
+        for key in keys:
+            key_id = _key_id(key)
+            if key_id in unread_ids:
+                continue
+            item = found.get(key_id)
+            if item is None or not _still_pending(item):
+                # Published and deleted, or quarantined, since the index was read.
+                self.result.not_pending += 1
+                continue
+            items.append(item)
+        return items
+
+    # -- the run
+
+    def run(self) -> SweepResult:
+        keys = self.pending_keys()
+        publish = self.result.publish
+        position = 0
+        for start in range(0, len(keys), BATCH_GET_MAX_KEYS):
+            if self.out_of_time():
+                self.result.stopped_by, self.result.more_pending = "time", True
+                break
+            items = self.fetch(keys[start : start + BATCH_GET_MAX_KEYS])
+            candidates = []
+            for item in items:
+                candidates.append(
+                    OutboxCandidate(
+                        key={ATTR_PK: item[ATTR_PK], ATTR_SK: item[ATTR_SK]},
+                        item=item,
+                        position=position,
+                        checkpoint=_sk(item),
+                    )
+                )
+                position += 1
+            publish_outbox_items(
+                candidates,
+                sink=self.sink,
+                table_name=self.table_name,
+                dynamodb_client=self.dynamodb,
+                sleep=self.sleep,
+                clock=self.clock,
+                delete_retries=self.delete_retries,
+                should_continue=lambda: not self.out_of_time(),
+                result=publish,
+            )
+            if publish.failure_position is not None:
+                self.result.stopped_by, self.result.more_pending = "retryable_failure", True
+                self.result.failure_sk = publish.failure_checkpoint
+                logger.warning(
+                    "retryable failure; stopping the sweep, the rest stays pending",
+                    extra={"sk": publish.failure_checkpoint},
+                )
+                break
+            if publish.stopped_at_position is not None:
+                self.result.stopped_by, self.result.more_pending = "time", True
+                break
+        publish.records = position
+        return self.result
+
+
+def _still_pending(item: Mapping[str, Any]) -> bool:
+    """Pending and in the index: a quarantined item is never re-published."""
+    status = item.get(ATTR_STATUS, {}).get("S")
+    return status == STATUS_PENDING and ATTR_PENDING_SHARD in item
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def sweep(
+    *,
+    sink: Sink,
+    table_name: str,
+    dynamodb_client: SweeperDynamoDBClient,
+    index_name: str = DEFAULT_PENDING_INDEX,
+    shards: int = DEFAULT_PENDING_SHARDS,
+    min_age_seconds: int = DEFAULT_MIN_AGE_SECONDS,
+    max_items: int = DEFAULT_MAX_ITEMS,
+    now: datetime | None = None,
+    time_left: Callable[[], float] | None = None,
+    time_reserve_seconds: float = DEFAULT_TIME_RESERVE_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], datetime] = _utc_now,
+    delete_retries: int = DEFAULT_DELETE_RETRIES,
+    read_retries: int = DEFAULT_READ_RETRIES,
+) -> SweepResult:
+    """Publish pending outbox items older than ``min_age_seconds``; delete what was published.
+
+    ``now`` (default: ``clock()``) sets the age boundary. ``time_left`` returns
+    the seconds the invocation has left (the handler passes the Lambda
+    context's); the run stops taking new work when fewer than
+    ``time_reserve_seconds`` remain. ``shards`` must match the writers'
+    ``pending_shards``. Query and BatchGetItem errors propagate (nothing has been
+    published for the keys they concern); publish failures follow the
+    publisher's rules and stop the run at the first retryable one.
+    """
+    return _Sweep(
+        sink=sink,
+        table_name=table_name,
+        dynamodb_client=dynamodb_client,
+        index_name=index_name,
+        shards=shards,
+        min_age_seconds=min_age_seconds,
+        max_items=max_items,
+        now=now if now is not None else clock(),
+        time_left=time_left,
+        time_reserve_seconds=time_reserve_seconds,
+        sleep=sleep,
+        clock=clock,
+        delete_retries=delete_retries,
+        read_retries=read_retries,
+    ).run()
+
+
+# ------------------------------------------------------------------------- handler
+
+
+@dataclass(frozen=True)
+class SweeperRuntime:
+    """What the handler needs from its environment, built once per execution environment."""
+
+    sink: Sink
+    table_name: str
+    dynamodb_client: SweeperDynamoDBClient
+    index_name: str
+    shards: int
+    min_age_seconds: int
+    max_items: int
+
+
+def _int_env(
+    environ: Mapping[str, str], name: str, default: int, minimum: int, maximum: int | None = None
+) -> int:
+    text = environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum or (maximum is not None and value > maximum):
+        bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise ConfigurationError(
+            f"environment variable {name} must be an integer {bounds}, got {text!r}"
+        )
+    return value
+
+
+def _boto3_client(service: str) -> Any:
+    return boto3.client(service)  # type: ignore[call-overload]
+
+
+def runtime_from_environment(
+    environ: Mapping[str, str] | None = None,
+    client_factory: Callable[[str], Any] | None = None,
+) -> SweeperRuntime:
+    """The sweeper's settings; raises :class:`ConfigurationError` naming a bad variable."""
+    environ = os.environ if environ is None else environ
+    make_client = client_factory or _boto3_client
+    return SweeperRuntime(
+        sink=sink_from_environment(environ, make_client),
+        table_name=required_env(ENV_TABLE_NAME, environ),
+        dynamodb_client=make_client("dynamodb"),
+        index_name=environ.get(ENV_PENDING_INDEX, "").strip() or DEFAULT_PENDING_INDEX,
+        shards=_int_env(environ, ENV_PENDING_SHARDS, DEFAULT_PENDING_SHARDS, 1, MAX_PENDING_SHARDS),
+        min_age_seconds=_int_env(environ, ENV_MIN_AGE_SECONDS, DEFAULT_MIN_AGE_SECONDS, 0),
+        max_items=_int_env(environ, ENV_MAX_ITEMS, DEFAULT_MAX_ITEMS, 1),
+    )
+
+
+@cache
+def default_runtime() -> SweeperRuntime:
+    """:func:`runtime_from_environment` once per execution environment.
+
+    ``default_runtime.cache_clear()`` forgets it (tests that change the environment).
+    """
+    return runtime_from_environment()
+
+
+def record_metrics(result: SweepResult, target: Metrics, sink_name: str) -> None:
+    """Every value, zeros included, so dashboards and alarms see a steady series."""
+    counts = {
+        "SweptEvents": result.swept,
+        "PendingItems": result.pending_items,
+        "QuarantinedEvents": result.publish.quarantined,
+        "RetryableFailures": result.publish.retryable_failures,
+        "DeleteLeftovers": result.publish.delete_leftovers,
+        f"{sink_name}Calls": result.publish.send_calls,
+    }
+    for name, value in counts.items():
+        target.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    target.add_metric(
+        name="OldestPendingAgeSeconds",
+        unit=MetricUnit.Seconds,
+        value=result.oldest_pending_age_seconds,
+    )
+
+
+def _summary(result: SweepResult) -> dict[str, Any]:
+    summary = asdict(result)
+    summary["swept"] = result.swept
+    return summary
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: Mapping[str, Any] | None, context: LambdaContext) -> dict[str, Any]:
+    """Lambda entry point: ``dynamodb_outbox.sweeper.handler`` (the scheduled event is ignored)."""
+    runtime = default_runtime()  # a configuration error fails the invocation, visibly
+    result = sweep(
+        sink=runtime.sink,
+        table_name=runtime.table_name,
+        dynamodb_client=runtime.dynamodb_client,
+        index_name=runtime.index_name,
+        shards=runtime.shards,
+        min_age_seconds=runtime.min_age_seconds,
+        max_items=runtime.max_items,
+        time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+    )
+    record_metrics(result, metrics, runtime.sink.name)
+    metrics.flush_metrics()
+    logger.info("sweep done", extra={"result": _summary(result)})
+    return _summary(result)
