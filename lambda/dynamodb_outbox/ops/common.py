@@ -1,0 +1,497 @@
+"""What the ``outbox-ops`` commands share: clients, errors, keys, index reads, publishing.
+
+Only boto3/botocore, the standard library and the light ``envelope`` module are
+imported here. The publisher (and Powertools with it) is imported on first use
+by the commands that publish, so ``outbox-ops --help`` and the read-only
+commands stay fast and the module is harmless in the Lambda zip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import logging
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+from ulid import ULID
+
+from dynamodb_outbox.envelope import (
+    ATTR_PENDING_SHARD,
+    ATTR_PK,
+    ATTR_SK,
+    ATTR_STATUS,
+    OUTBOX_SK_PREFIX,
+    STATUS_PENDING,
+)
+
+if TYPE_CHECKING:
+    from dynamodb_outbox.publisher import PublishResult, Sink
+
+AttributeMap = dict[str, dict[str, Any]]
+ClientFactory = Callable[[str], Any]
+
+EXIT_OK: Final = 0
+#: AWS said no (missing table, queue, permission) or could not be reached.
+EXIT_AWS_ERROR: Final = 1
+#: Bad input: arguments, ARNs, ids (argparse uses 2 as well).
+EXIT_BAD_INPUT: Final = 2
+#: The command ran but left work undone (a retryable publish failure...): re-run it.
+EXIT_INCOMPLETE: Final = 3
+
+DEFAULT_PENDING_INDEX: Final = "outbox-pending"
+DEFAULT_PENDING_SHARDS: Final = 8
+BATCH_GET_MAX_KEYS: Final = 100
+BATCH_GET_RETRIES: Final = 5
+
+_SQS_ARN: Final = re.compile(
+    r"arn:(aws[a-z-]*):sqs:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,80}(\.fifo)?)"
+)
+_SNS_ARN: Final = re.compile(
+    r"arn:(aws[a-z-]*):sns:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,256}(\.fifo)?)"
+)
+_STREAM_ARN: Final = re.compile(
+    r"arn:(aws[a-z-]*):dynamodb:([a-z0-9-]+):(\d{12}):table/([A-Za-z0-9_.-]{3,255})/stream/(.+)"
+)
+# "User: arn:... is not authorized to perform: dynamodb:Query on resource: arn:..."
+_DENIED: Final = re.compile(r"perform: ([\w-]+:\w+) on resource: (\S+?)[\s,.]*(?:\s|$)")
+
+_SERVICE_OF_CLIENT: Final = {
+    "dynamodb": "dynamodb",
+    "dynamodbstreams": "dynamodb",
+    "sqs": "sqs",
+    "events": "events",
+    "sns": "sns",
+}
+
+
+class OpsError(Exception):
+    """A one-line message for the operator and the exit code that goes with it."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_AWS_ERROR) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def bad_input(message: str) -> OpsError:
+    return OpsError(message, EXIT_BAD_INPUT)
+
+
+@dataclass
+class Report:
+    """What a command did: ``data`` for ``--json``, ``lines`` for people."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    exit_code: int = EXIT_OK
+
+    def say(self, line: str) -> None:
+        self.lines.append(line)
+
+
+@dataclass
+class Context:
+    """Global options and the client factory, as every command gets them."""
+
+    table: str
+    region: str
+    dry_run: bool
+    pending_index: str
+    pending_shards: int
+    make_client: ClientFactory
+    now: datetime
+    _clients: dict[str, Any] = field(default_factory=dict)
+
+    def client(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = self.make_client(service)
+        return self._clients[service]
+
+
+# -------------------------------------------------------------------------- errors
+
+
+def error_code(exc: BaseException) -> str:
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code") or "")
+    return type(exc).__name__
+
+
+def explain_client_error(exc: ClientError, ctx: Context | None, resource: str | None) -> str:
+    """One line naming what is missing or forbidden, never a traceback."""
+    code = error_code(exc)
+    message = str(exc.response.get("Error", {}).get("Message") or "").strip()
+    operation = exc.operation_name or "call"
+    region = ctx.region if ctx is not None else "?"
+    if code in {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"} or (
+        "not authorized to perform" in message
+    ):
+        found = _DENIED.search(message)
+        if found:
+            return f"missing permission {found.group(1)} on {found.group(2)}"
+        service = _service_of(exc)
+        if service == "dynamodb" and ctx is not None:
+            streams = {"GetShardIterator", "GetRecords", "DescribeStream"}
+            resource = f"{'the stream of ' if operation in streams else ''}table {ctx.table}"
+        return f"missing permission {service}:{operation} on {resource or 'the resource'}"
+    if code in {"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}:
+        return f"queue {resource or '?'} not found in region {region}"
+    if code == "ResourceNotFoundException" and _service_of(exc) == "dynamodb":
+        if operation in {"GetShardIterator", "GetRecords", "DescribeStream"}:
+            return f"stream or shard {resource or '?'} not found in region {region}"
+        table = ctx.table if ctx is not None else "?"
+        return f"table {table} not found in region {region}"
+    if code == "ValidationException" and "specified index" in message and ctx is not None:
+        return (
+            f"index {ctx.pending_index} not found on table {ctx.table} "
+            f"(pass --pending-index): {message}"
+        )
+    return f"{operation} failed: {code or 'error'}: {message or exc}"
+
+
+def _service_of(exc: ClientError) -> str:
+    # botocore puts the service id nowhere on the exception; the operation names
+    # of the clients used here do not overlap, so a table lookup is enough.
+    dynamodb_ops = {
+        "Query",
+        "Scan",
+        "GetItem",
+        "BatchGetItem",
+        "UpdateItem",
+        "BatchWriteItem",
+        "DescribeTable",
+        "GetShardIterator",
+        "GetRecords",
+        "DescribeStream",
+    }
+    operation = exc.operation_name or ""
+    if operation in dynamodb_ops:
+        return "dynamodb"
+    if operation in {"PutEvents"}:
+        return "events"
+    if operation in {"PublishBatch", "Publish"}:
+        return "sns"
+    return "sqs"
+
+
+def explain(exc: BaseException, ctx: Context | None, resource: str | None = None) -> str:
+    if isinstance(exc, ClientError):
+        return explain_client_error(exc, ctx, resource)
+    if isinstance(exc, BotoCoreError):
+        return f"AWS call failed: {exc}"
+    return str(exc)
+
+
+# ---------------------------------------------------------------------------- ARNs
+
+
+@dataclass(frozen=True)
+class QueueArn:
+    arn: str
+    region: str
+    account: str
+    name: str
+
+
+def parse_queue_arn(arn: str, option: str) -> QueueArn:
+    found = _SQS_ARN.fullmatch(arn)
+    if not found:
+        raise bad_input(
+            f"{option} must be an SQS queue ARN (arn:aws:sqs:<region>:<account>:<name>), "
+            f"got {arn!r}"
+        )
+    return QueueArn(arn=arn, region=found.group(2), account=found.group(3), name=found.group(4))
+
+
+def check_topic_arn(arn: str) -> str:
+    if not _SNS_ARN.fullmatch(arn):
+        raise bad_input(
+            f"--topic-arn must be an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>), "
+            f"got {arn!r}"
+        )
+    return arn
+
+
+def stream_table(stream_arn: str) -> str | None:
+    """The table a DynamoDB stream ARN belongs to, or None if it is not one."""
+    found = _STREAM_ARN.fullmatch(stream_arn)
+    return found.group(4) if found else None
+
+
+def check_queue_url(url: str) -> str:
+    if not re.fullmatch(r"https?://\S+/\d{12}/[A-Za-z0-9_-]{1,80}(\.fifo)?", url):
+        raise bad_input(
+            f"--queue-url must be an SQS queue URL (https://sqs.<region>.amazonaws.com/"
+            f"<account>/<name>), got {url!r}"
+        )
+    return url
+
+
+# ---------------------------------------------------------------------- ULIDs, keys
+
+
+def event_id_of(sort_key: str) -> str:
+    return sort_key[len(OUTBOX_SK_PREFIX) :] if sort_key.startswith(OUTBOX_SK_PREFIX) else ""
+
+
+def ulid_time(sort_key: str) -> datetime | None:
+    try:
+        return ULID.from_str(event_id_of(sort_key)).datetime
+    except ValueError:
+        return None
+
+
+def age_seconds(sort_key: str, now: datetime) -> float | None:
+    made = ulid_time(sort_key)
+    return None if made is None else max(0.0, (now - made).total_seconds())
+
+
+def format_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    whole = int(seconds)
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def boundary_sk(moment: datetime, *, upper: bool = False) -> str:
+    """The lowest (or highest) outbox sort key of ``moment``'s millisecond."""
+    milliseconds = max(0, int(moment.timestamp() * 1000))
+    randomness = b"\xff" * 10 if upper else bytes(10)
+    return OUTBOX_SK_PREFIX + str(ULID.from_bytes(milliseconds.to_bytes(6, "big") + randomness))
+
+
+def check_event_id(event_id: str) -> str:
+    try:
+        ULID.from_str(event_id)
+    except ValueError:
+        raise bad_input(f"--event-id must be a ULID (26 characters), got {event_id!r}") from None
+    return event_id
+
+
+def s(item: Mapping[str, Any], name: str) -> str:
+    value = item.get(name)
+    text = value.get("S") if isinstance(value, Mapping) else None
+    return text if isinstance(text, str) else ""
+
+
+def key_of(item: Mapping[str, Any]) -> AttributeMap:
+    return {ATTR_PK: dict(item[ATTR_PK]), ATTR_SK: dict(item[ATTR_SK])}
+
+
+def key_id(key: Mapping[str, Any]) -> tuple[str, str]:
+    return (repr(key.get(ATTR_PK)), repr(key.get(ATTR_SK)))
+
+
+def is_pending(item: Mapping[str, Any]) -> bool:
+    return s(item, ATTR_STATUS) == STATUS_PENDING and ATTR_PENDING_SHARD in item
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+# -------------------------------------------------------------------------- reads
+
+
+def shard_keys(shards: int) -> list[str]:
+    return [f"{n:02d}" for n in range(shards)]
+
+
+def query_pages(client: Any, **request: Any) -> Iterator[Mapping[str, Any]]:
+    while True:
+        response = client.query(**request)
+        yield response
+        last = response.get("LastEvaluatedKey")
+        if not last:
+            return
+        request["ExclusiveStartKey"] = last
+
+
+def pending_index_keys(
+    ctx: Context,
+    *,
+    low_sk: str | None = None,
+    high_sk: str | None = None,
+    limit: int | None = None,
+) -> list[AttributeMap]:
+    """Pending outbox keys from the sparse index, oldest first across shards.
+
+    ``low_sk``/``high_sk`` bound the sort key (inclusive); ``limit`` caps the
+    keys returned (each shard is read no further than that).
+    """
+    client = ctx.client("dynamodb")
+    names = {"#shard": ATTR_PENDING_SHARD}
+    condition = "#shard = :shard"
+    values: dict[str, Any] = {}
+    if low_sk is not None or high_sk is not None:
+        names["#sk"] = ATTR_SK
+        condition += " AND #sk BETWEEN :low AND :high"
+        values[":low"] = {"S": low_sk or OUTBOX_SK_PREFIX}
+        values[":high"] = {"S": high_sk or OUTBOX_SK_PREFIX + "\U0010ffff"}
+    per_shard: list[list[AttributeMap]] = []
+    for shard in shard_keys(ctx.pending_shards):
+        request: dict[str, Any] = {
+            "TableName": ctx.table,
+            "IndexName": ctx.pending_index,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {**values, ":shard": {"S": shard}},
+            "ScanIndexForward": True,
+        }
+        if limit is not None:
+            request["Limit"] = limit
+        keys: list[AttributeMap] = []
+        for page in query_pages(client, **request):
+            for item in page.get("Items") or []:
+                if s(item, ATTR_SK).startswith(OUTBOX_SK_PREFIX):
+                    keys.append(key_of(item))
+            if limit is not None and len(keys) >= limit:
+                break
+        per_shard.append(keys)
+    merged = list(heapq.merge(*per_shard, key=lambda key: s(key, ATTR_SK)))
+    return merged if limit is None else merged[:limit]
+
+
+def count_pending(ctx: Context) -> int:
+    client = ctx.client("dynamodb")
+    total = 0
+    for shard in shard_keys(ctx.pending_shards):
+        for page in query_pages(
+            client,
+            TableName=ctx.table,
+            IndexName=ctx.pending_index,
+            KeyConditionExpression="#shard = :shard",
+            ExpressionAttributeNames={"#shard": ATTR_PENDING_SHARD},
+            ExpressionAttributeValues={":shard": {"S": shard}},
+            Select="COUNT",
+        ):
+            total += int(page.get("Count") or 0)
+    return total
+
+
+def batch_get(
+    ctx: Context,
+    keys: Sequence[AttributeMap],
+    *,
+    consistent: bool = True,
+    sleep: Callable[[float], None] | None = None,
+) -> list[AttributeMap]:
+    """The items of ``keys`` that exist, in the order of ``keys`` (duplicates dropped)."""
+    pause = sleep or time.sleep
+    client = ctx.client("dynamodb")
+    found: dict[tuple[str, str], AttributeMap] = {}
+    unique: dict[tuple[str, str], AttributeMap] = {}
+    for key in keys:
+        unique.setdefault(key_id(key), key)
+    ordered = list(unique.values())
+    for start in range(0, len(ordered), BATCH_GET_MAX_KEYS):
+        request: dict[str, Any] = {
+            "Keys": ordered[start : start + BATCH_GET_MAX_KEYS],
+            "ConsistentRead": consistent,
+        }
+        for attempt in range(BATCH_GET_RETRIES + 1):
+            response = client.batch_get_item(RequestItems={ctx.table: request})
+            for item in (response.get("Responses") or {}).get(ctx.table) or []:
+                found[key_id(item)] = item
+            unprocessed = (response.get("UnprocessedKeys") or {}).get(ctx.table)
+            if not unprocessed or not unprocessed.get("Keys"):
+                break
+            if attempt == BATCH_GET_RETRIES:
+                raise OpsError(
+                    f"DynamoDB left {len(unprocessed['Keys'])} keys unread after "
+                    f"{BATCH_GET_RETRIES} retries (throttled?); nothing was done with them, "
+                    "re-run",
+                    EXIT_INCOMPLETE,
+                )
+            pause(min(1.0, 0.05 * 2**attempt))
+            request = {**unprocessed, "ConsistentRead": consistent}
+    return [found[key_id(key)] for key in ordered if key_id(key) in found]
+
+
+# ---------------------------------------------------------------------- publishing
+
+
+def make_sink(ctx: Context, bus_name: str | None, topic_arn: str | None) -> Sink:
+    """The sink the flags name; without flags, the publisher's environment variables."""
+    from dynamodb_outbox.publisher import (
+        ConfigurationError,
+        EventBridgeSink,
+        SnsSink,
+        sink_from_environment,
+    )
+
+    try:
+        if bus_name:
+            return EventBridgeSink(ctx.client("events"), bus_name)
+        if topic_arn:
+            return SnsSink(ctx.client("sns"), check_topic_arn(topic_arn))
+        return sink_from_environment(client_factory=ctx.client)
+    except ConfigurationError as exc:
+        raise bad_input(f"pass --bus-name or --topic-arn ({exc})") from None
+    except ValueError as exc:  # a sink refusing its bus name or topic ARN
+        raise bad_input(str(exc)) from None
+
+
+@contextlib.contextmanager
+def publisher_logs_to_stderr() -> Iterator[None]:
+    """The publisher logs JSON to stdout (Lambda's log stream); here stdout is the report."""
+    from dynamodb_outbox import publisher
+
+    handler = publisher.logger.registered_handler
+    if not isinstance(handler, logging.StreamHandler):
+        yield
+        return
+    # Swapped without setStream: that flushes the old stream, which may be closed.
+    previous = handler.stream
+    handler.stream = sys.stderr
+    try:
+        yield
+    finally:
+        handler.stream = previous
+
+
+def publish_items(
+    ctx: Context, items: Sequence[AttributeMap], sink: Sink
+) -> tuple[PublishResult, list[str]]:
+    """Publish pending ``items`` through the publisher's core; also the event ids left pending."""
+    from dynamodb_outbox.publisher import OutboxCandidate, publish_outbox_items
+
+    candidates = [
+        OutboxCandidate(key=key_of(item), item=item, position=position, checkpoint=s(item, ATTR_SK))
+        for position, item in enumerate(items)
+    ]
+    with publisher_logs_to_stderr():
+        result = publish_outbox_items(
+            candidates, sink=sink, table_name=ctx.table, dynamodb_client=ctx.client("dynamodb")
+        )
+    left: list[str] = []
+    if result.failure_position is not None:
+        left = [event_id_of(s(item, ATTR_SK)) for item in items[result.failure_position :]]
+    elif result.stopped_at_position is not None:
+        left = [event_id_of(s(item, ATTR_SK)) for item in items[result.stopped_at_position :]]
+    return result, left
+
+
+def publish_summary(result: PublishResult) -> dict[str, Any]:
+    return {
+        "published": result.published,
+        "deleted": result.deleted,
+        "quarantined": result.quarantined,
+        "retryable_failures": result.retryable_failures,
+        "delete_leftovers": result.delete_leftovers,
+    }
