@@ -2,8 +2,9 @@
 # Event bus
 ################################################################################
 
+# Neither created nor read when publish_to = "sns" (sns.tf).
 resource "aws_cloudwatch_event_bus" "this" {
-  count = var.event_bus.create ? 1 : 0
+  count = !local.publish_to_sns && var.event_bus.create ? 1 : 0
 
   name = local.event_bus_name
 
@@ -17,11 +18,20 @@ resource "aws_cloudwatch_event_bus" "this" {
 # Reading the bus makes plan fail when it does not exist, rather than the
 # publisher failing at run time (PutEvents to a missing bus fails per entry).
 data "aws_cloudwatch_event_bus" "existing" {
-  count = var.event_bus.create ? 0 : 1
+  count = !local.publish_to_sns && !var.event_bus.create ? 1 : 0
 
   name = var.event_bus.name
 }
 
 locals {
-  event_bus_arn = var.event_bus.create ? aws_cloudwatch_event_bus.this[0].arn : data.aws_cloudwatch_event_bus.existing[0].arn
+  # null when publish_to = "sns".
+  event_bus_arn = (
+    local.publish_to_sns ? null
+    : var.event_bus.create ? aws_cloudwatch_event_bus.this[0].arn : data.aws_cloudwatch_event_bus.existing[0].arn
+  )
+  # The created bus's name, through the resource, so that rules wait for the bus.
+  event_bus_ref_name = (
+    local.publish_to_sns ? null
+    : var.event_bus.create ? aws_cloudwatch_event_bus.this[0].name : local.event_bus_name
+  )
 }

@@ -6,6 +6,10 @@ data "aws_partition" "current" {}
 
 data "aws_region" "current" {}
 
+# The account id completes the ARNs of the consumer queues, which their own
+# policies must name before the queues exist (see consumers.tf).
+data "aws_caller_identity" "current" {}
+
 ################################################################################
 # Names and tags
 ################################################################################
@@ -14,12 +18,24 @@ locals {
   # Every name the module derives lives here, so later parts (sweeper, consumers,
   # alarms) extend one list. `var.name` has at most 40 characters: the longest name
   # below is 61 characters (SQS allows 80), the Lambda function and IAM role names
-  # are 50 (limit 64).
+  # are at most 57 (limit 64; EventBridge Scheduler schedule names too).
   table_name               = coalesce(var.table.name, var.name)
   event_bus_name           = coalesce(var.event_bus.name, var.name)
   publisher_name           = "${var.name}-publisher"
   publisher_log_group_name = "/aws/lambda/${local.publisher_name}"
   on_failure_queue_name    = "${var.name}-publisher-on-failure"
+  sweeper_name             = "${var.name}-sweeper"
+  sweeper_log_group_name   = "/aws/lambda/${local.sweeper_name}"
+  sweeper_schedule_name    = "${var.name}-sweeper"
+  sweeper_scheduler_role   = "${var.name}-sweeper-schedule"
+  sns_topic_name           = var.name # publish_to = "sns": the topic takes the bus's place
+  idempotency_table_name   = "${var.name}-idempotency"
+  layer_name               = "${var.name}-dynamodb-outbox"
+
+  # Per consumer key: queue, rule, function, role and log group "<name>-<key>-consumer",
+  # DLQ "<name>-<key>-consumer-dlq". The suffix keeps keys clear of the publisher's and
+  # sweeper's names and of another key's DLQ; at most 64 characters (checked on the queue).
+  consumer_names = { for key in keys(var.consumers) : key => "${var.name}-${key}-consumer" }
 
   tags = var.tags
 }
@@ -45,10 +61,21 @@ locals {
   })
 
   publisher_handler = "dynamodb_outbox.publisher.handler"
+  sweeper_handler   = "dynamodb_outbox.sweeper.handler"
+
+  # The sparse index the sweeper reads (see docs/decisions.md): only pending
+  # outbox items carry the shard attribute, one of `pending_index_shards` values
+  # ("00".."07") the writer derives from the ULID.
+  pending_index_name      = "outbox-pending"
+  pending_index_hash_key  = "outbox_pending_shard"
+  pending_index_range_key = "SK"
+  pending_index_shards    = 8
 
   # Reproducible deployment package, built by `make package` from lambda/ and
   # committed with the module.
   package_path = "${path.module}/package/dynamodb_outbox.zip"
+  # The same files under python/, published as a Lambda layer (layer.tf).
+  layer_package_path = "${path.module}/package/dynamodb_outbox_layer.zip"
 
   metrics_namespace = "DynamoDBOutbox"
 }

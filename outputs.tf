@@ -22,12 +22,12 @@ output "table_stream_arn" {
 ################################################################################
 
 output "event_bus_name" {
-  description = "Name of the EventBridge bus the publisher puts events on."
-  value       = try(aws_cloudwatch_event_bus.this[0].name, data.aws_cloudwatch_event_bus.existing[0].name)
+  description = "Name of the EventBridge bus the publisher puts events on; null when publish_to = \"sns\"."
+  value       = try(aws_cloudwatch_event_bus.this[0].name, data.aws_cloudwatch_event_bus.existing[0].name, null)
 }
 
 output "event_bus_arn" {
-  description = "ARN of the EventBridge bus the publisher puts events on."
+  description = "ARN of the EventBridge bus the publisher puts events on; null when publish_to = \"sns\"."
   value       = local.event_bus_arn
 }
 
@@ -73,4 +73,107 @@ output "on_failure_queue_url" {
 output "on_failure_queue_arn" {
   description = "ARN of the SQS queue receiving records of the stream batches the mapping gave up on."
   value       = aws_sqs_queue.on_failure.arn
+}
+
+################################################################################
+# Publishing target
+################################################################################
+
+output "sns_topic_arn" {
+  description = "ARN of the SNS topic the publisher publishes to when publish_to = \"sns\"; null otherwise."
+  value       = try(aws_sns_topic.this[0].arn, null)
+}
+
+################################################################################
+# Consumers
+################################################################################
+
+output "consumers" {
+  description = <<-EOT
+    Per consumer key:
+    - `queue_url`, `queue_arn`: its queue `<name>-<key>-consumer`;
+    - `dlq_url`, `dlq_arn`: its DLQ (failed `max_receive_count` times, or undeliverable);
+    - `rule_arn` (publish_to = "eventbridge") or `subscription_arn` (publish_to = "sns"),
+      the other null;
+    - `event_source_mapping_uuid`: the queue's mapping to the function;
+    - `function_name`, `function_arn`: the function consuming the queue (the module's
+      reference consumer, or yours);
+    - `role_arn`, `log_group_name`: of the module's function; null for your own function;
+    - `consumer_name`: the name the toolkit must use (`OUTBOX_CONSUMER_NAME`), i.e. the key;
+    - `required_policy_json`: the IAM policy the function's role needs (queue, KMS key,
+      idempotency records under its own prefixes); grant it to your function's role when
+      you do not pass `function.role_name`.
+  EOT
+  value = {
+    for key, c in var.consumers : key => {
+      queue_url                 = aws_sqs_queue.consumer[key].url
+      queue_arn                 = aws_sqs_queue.consumer[key].arn
+      dlq_url                   = aws_sqs_queue.consumer_dlq[key].url
+      dlq_arn                   = aws_sqs_queue.consumer_dlq[key].arn
+      rule_arn                  = try(aws_cloudwatch_event_rule.consumer[key].arn, null)
+      subscription_arn          = try(aws_sns_topic_subscription.consumer[key].arn, null)
+      event_source_mapping_uuid = aws_lambda_event_source_mapping.consumer[key].uuid
+      function_name             = c.function == null ? aws_lambda_function.consumer[key].function_name : split(":", c.function.arn)[6]
+      function_arn              = c.function == null ? aws_lambda_function.consumer[key].arn : c.function.arn
+      role_arn                  = try(aws_iam_role.consumer[key].arn, null)
+      log_group_name            = try(aws_cloudwatch_log_group.consumer[key].name, null)
+      consumer_name             = key
+      required_policy_json      = data.aws_iam_policy_document.consumer[key].json
+    }
+  }
+}
+
+output "idempotency_table_name" {
+  description = "Name of the consumers' idempotency table (hash key id, TTL on expiration); null when no consumer uses the toolkit."
+  value       = try(aws_dynamodb_table.idempotency[0].name, null)
+}
+
+output "idempotency_table_arn" {
+  description = "ARN of the consumers' idempotency table; null when no consumer uses the toolkit."
+  value       = try(aws_dynamodb_table.idempotency[0].arn, null)
+}
+
+################################################################################
+# Layer
+################################################################################
+
+output "layer_arn" {
+  description = "Version ARN of the Lambda layer holding the dynamodb_outbox package (writer, envelope, consumer toolkit) for functions outside the module; null when create_layer is false. Add the Powertools layer too for the consumer toolkit."
+  value       = try(aws_lambda_layer_version.this[0].arn, null)
+}
+
+################################################################################
+# Sweeper
+################################################################################
+
+output "pending_index_name" {
+  description = "Name of the sparse global secondary index of pending outbox items the sweeper reads (partition key outbox_pending_shard, sort key SK)."
+  value       = local.pending_index_name
+}
+
+output "sweeper_function_name" {
+  description = "Name of the sweeper Lambda function; null when sweeper.enabled is false."
+  value       = try(aws_lambda_function.sweeper[0].function_name, null)
+}
+
+output "sweeper_function_arn" {
+  description = "ARN of the sweeper Lambda function; null when sweeper.enabled is false."
+  value       = try(aws_lambda_function.sweeper[0].arn, null)
+}
+
+output "sweeper_role_arn" {
+  description = "ARN of the sweeper's execution role; null when sweeper.enabled is false."
+  value       = try(aws_iam_role.sweeper[0].arn, null)
+}
+
+################################################################################
+# Alarms
+################################################################################
+
+output "alarm_arns" {
+  description = "ARNs of the CloudWatch alarms the module created, by key: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, quarantined_events, oldest_pending_item, and per consumer consumer_failed_invocations/<key>, consumer_dlq_depth/<key>, consumer_dlq_age/<key>. Empty when alarms are off."
+  value = merge(
+    { for key, alarm in aws_cloudwatch_metric_alarm.this : key => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.quarantined_events : "quarantined_events" => alarm.arn },
+  )
 }

@@ -87,10 +87,11 @@ data "aws_iam_policy_document" "publisher" {
     resources = [local.table_arn]
   }
 
+  # events:PutEvents on the bus, or sns:Publish on the topic (publish_to).
   statement {
     sid       = "PublishEvents"
-    actions   = ["events:PutEvents"]
-    resources = [local.event_bus_arn]
+    actions   = local.publish_actions
+    resources = [local.publish_target_arn]
   }
 
   # The stream mapping sends failed-batch records to its on-failure destination
@@ -144,7 +145,7 @@ locals {
 
 resource "aws_lambda_function" "publisher" {
   function_name = local.publisher_name
-  description   = "Publishes outbox items from the stream of ${local.table_name} to the ${local.event_bus_name} event bus."
+  description   = "Publishes outbox items from the stream of ${local.table_name} to ${local.publish_target_description}."
   role          = aws_iam_role.publisher.arn
 
   filename         = local.package_path
@@ -157,13 +158,12 @@ resource "aws_lambda_function" "publisher" {
   layers           = local.publisher_layers
 
   environment {
-    variables = {
+    variables = merge(local.publish_sink_environment, {
       OUTBOX_TABLE_NAME            = local.table_name
-      OUTBOX_EVENT_BUS_NAME        = local.event_bus_name
       POWERTOOLS_SERVICE_NAME      = var.name
       POWERTOOLS_METRICS_NAMESPACE = local.metrics_namespace
       LOG_LEVEL                    = var.publisher.log_level
-    }
+    })
   }
 
   tags = local.tags

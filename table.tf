@@ -22,6 +22,23 @@ resource "aws_dynamodb_table" "this" {
     type = "S"
   }
 
+  attribute {
+    name = local.pending_index_hash_key
+    type = "S"
+  }
+
+  # Sparse: only pending outbox items carry the shard attribute (published items
+  # are deleted, quarantined ones lose it), so the sweeper reads pending items
+  # only. Keys only: the sweeper re-reads each item with a consistent BatchGetItem.
+  global_secondary_index {
+    name            = local.pending_index_name
+    hash_key        = local.pending_index_hash_key
+    range_key       = local.pending_index_range_key
+    projection_type = "KEYS_ONLY"
+    read_capacity   = var.table.read_capacity
+    write_capacity  = var.table.write_capacity
+  }
+
   stream_enabled   = true
   stream_view_type = var.table.stream_view_type
 
@@ -66,6 +83,39 @@ data "aws_dynamodb_table" "existing" {
         && length([for a in self.attribute : a if contains(["PK", "SK"], a.name) && a.type == "S"]) == 2
       )
       error_message = "Table \"${var.table.name}\" must have a string partition key named PK and a string sort key named SK: outbox items are stored as PK = <entity key>, SK = OUTBOX#<ulid>."
+    }
+
+    # The module cannot add an index to a table it does not manage, and the
+    # sweeper needs one. Callers without it either add it (the message gives the
+    # command) or set sweeper.enabled = false.
+    postcondition {
+      condition = !var.sweeper.enabled || anytrue([
+        for i in self.global_secondary_index :
+        i.name == local.pending_index_name && i.hash_key == local.pending_index_hash_key && i.range_key == local.pending_index_range_key
+      ])
+      error_message = format(
+        "The sweeper needs the sparse pending index on table \"%s\": a global secondary index named %s with partition key %s (string) and sort key %s. Add it (the table stays online while it builds), e.g. aws dynamodb update-table --table-name %s --attribute-definitions AttributeName=%s,AttributeType=S AttributeName=%s,AttributeType=S --global-secondary-index-updates '%s' ; or set sweeper = { enabled = false } to run without a sweeper.",
+        var.table.name,
+        local.pending_index_name,
+        local.pending_index_hash_key,
+        local.pending_index_range_key,
+        var.table.name,
+        local.pending_index_hash_key,
+        local.pending_index_range_key,
+        jsonencode([{
+          Create = merge(
+            {
+              IndexName = local.pending_index_name
+              KeySchema = [
+                { AttributeName = local.pending_index_hash_key, KeyType = "HASH" },
+                { AttributeName = local.pending_index_range_key, KeyType = "RANGE" },
+              ]
+              Projection = { ProjectionType = "KEYS_ONLY" }
+            },
+            self.billing_mode == "PROVISIONED" ? { ProvisionedThroughput = { ReadCapacityUnits = self.read_capacity, WriteCapacityUnits = self.write_capacity } } : {},
+          )
+        }]),
+      )
     }
   }
 }

@@ -7,7 +7,10 @@ variable "name" {
     Name of this outbox. Every resource name is derived from it: the table (unless
     `table.name` is set), the bus (unless `event_bus.name` is set), the publisher
     function and role `<name>-publisher`, its log group and the on-failure queue
-    `<name>-publisher-on-failure`. 3 to 40 characters: lowercase letters, digits and
+    `<name>-publisher-on-failure`, the SNS topic `<name>` (publish_to = "sns"), the
+    idempotency table `<name>-idempotency`, the layer `<name>-dynamodb-outbox`, and per
+    consumer `<name>-<key>-consumer` (queue, rule, function, role) and
+    `<name>-<key>-consumer-dlq`. 3 to 40 characters: lowercase letters, digits and
     hyphens, starting with a letter and not ending with a hyphen. IAM role names are
     global to the account: use a different name per region when deploying one
     outbox to several regions of the same account.
@@ -33,12 +36,21 @@ variable "tags" {
 
 variable "kms_key_arn" {
   description = <<-EOT
-    ARN of a customer managed KMS key that encrypts the table, the on-failure queue
-    and the publisher's log group. null (default) uses AWS managed encryption:
-    the `aws/dynamodb` key for the table, SSE-SQS for the queue, CloudWatch Logs'
-    own encryption for the log group. The key policy must let CloudWatch Logs
-    (`logs.<region>.amazonaws.com`) use the key; the publisher role is granted
-    `kms:Decrypt` and `kms:GenerateDataKey` on it.
+    ARN of a customer managed KMS key that encrypts the table, the idempotency table,
+    every queue (on-failure, consumer queues and DLQs), the SNS topic and the functions'
+    log groups. null (default) uses AWS managed encryption: the `aws/dynamodb` key for the
+    tables, SSE-SQS for the queues, `alias/aws/sns` for the topic, CloudWatch Logs' own
+    encryption for the log groups. The module does not own the key: its key policy must
+    let these services use it (see docs/consumers.md for a statement to copy):
+    - CloudWatch Logs (`logs.<region>.amazonaws.com`): the log groups;
+    - with consumers and publish_to = "eventbridge": `events.amazonaws.com` needs
+      `kms:GenerateDataKey` and `kms:Decrypt`, or EventBridge cannot send to the
+      encrypted queues and every event ends up undelivered (the AWS managed `aws/sqs` key
+      cannot be used by EventBridge at all, which is why the default is SSE-SQS);
+    - with publish_to = "sns": `sns.amazonaws.com` needs the same two actions to deliver
+      to the encrypted queues.
+    The publisher role is granted `kms:Decrypt` and `kms:GenerateDataKey` on the key, the
+    consumer roles `kms:Decrypt`.
   EOT
   type        = string
   default     = null
@@ -165,6 +177,31 @@ variable "event_bus" {
   validation {
     condition     = !(var.event_bus.create && var.event_bus.name == "default")
     error_message = "The bus named \"default\" always exists: use event_bus = { create = false, name = \"default\" } to publish to it."
+  }
+}
+
+################################################################################
+# Publishing target
+################################################################################
+
+variable "publish_to" {
+  description = <<-EOT
+    Where the publisher (and the sweeper) send events: "eventbridge" (default) or "sns".
+    - "eventbridge": `PutEvents` on the bus of `event_bus`; each consumer gets a rule
+      (`consumers[*].event_pattern`) whose target is its queue.
+    - "sns": `PublishBatch` on a topic the module creates, `<name>`, encrypted with
+      `kms_key_arn` or the AWS managed `alias/aws/sns` key; no bus is created or read and
+      `event_bus` is ignored. Each consumer's queue subscribes with raw message delivery and
+      a filter policy (`consumers[*].filter_policy`) on the message attributes `event_type`
+      and `source` the publisher sets on every message.
+  EOT
+  type        = string
+  default     = "eventbridge"
+  nullable    = false
+
+  validation {
+    condition     = contains(["eventbridge", "sns"], var.publish_to)
+    error_message = "The publish_to must be \"eventbridge\" or \"sns\"."
   }
 }
 
@@ -319,5 +356,376 @@ variable "stream_mapping" {
   validation {
     condition     = var.stream_mapping.maximum_record_age_in_seconds >= 60 && var.stream_mapping.maximum_record_age_in_seconds <= 604800 && floor(var.stream_mapping.maximum_record_age_in_seconds) == var.stream_mapping.maximum_record_age_in_seconds
     error_message = "The stream_mapping.maximum_record_age_in_seconds must be a whole number from 60 to 604800 (-1, infinite age, is not allowed)."
+  }
+}
+
+################################################################################
+# Consumers
+################################################################################
+
+variable "consumers" {
+  description = <<-EOT
+    Queue consumers of the outbox's events, by a key of your choice (1 to 32 characters of
+    lowercase letters, digits and hyphens, starting with a letter, not ending with a hyphen;
+    `<name>-<key>-consumer` must stay within 64 characters). Adding or removing one never
+    touches the others. Per consumer the module creates an SQS queue `<name>-<key>-consumer`
+    and its DLQ `<name>-<key>-consumer-dlq` (14 days retention, redrive-allow limited to the
+    queue), both encrypted (SSE-SQS, or `kms_key_arn`); the delivery from the bus or topic,
+    whose undeliverable events also go to that DLQ; and an event source mapping that always
+    reports partial batch failures (`ReportBatchItemFailures`). See docs/consumers.md.
+
+    Where events come from (set exactly the one that matches `publish_to`):
+    - `event_pattern` (publish_to = "eventbridge"): the rule's event pattern, a JSON object
+      string, e.g. `jsonencode({ "detail-type" = ["OrderCreated"] })`. Events carry the
+      envelope's `source` and its `type` as `detail-type`, the envelope as `detail`.
+    - `filter_policy` (publish_to = "sns"): the subscription's filter policy on message
+      attributes, a JSON object string, e.g. `jsonencode({ event_type = ["OrderCreated"] })`;
+      the attributes are `event_type` and `source`.
+    Both are JSON strings, not maps: Terraform cannot hold differently shaped patterns in one
+    map of objects.
+
+    The function:
+    - `function = null` (default): the module deploys the reference consumer
+      (`dynamodb_outbox.reference_consumer.handler`, function and role `<name>-<key>-consumer`)
+      from the module's package, with the publisher's runtime, architecture and Powertools
+      layer, `function_memory_size_mb` (128 to 10240, default 256) and its own log group.
+    - `function = { arn, role_name, uses_toolkit }`: your function consumes the queue.
+      `arn` is its ARN (an alias or version ARN works). `role_name` (optional) is the name of
+      its execution role, known at plan (a literal, or the `name` argument of an
+      `aws_iam_role`): the module then attaches an inline policy with exactly what the
+      consumer needs (the queue; `kms:Decrypt` on `kms_key_arn`; the idempotency table when
+      `uses_toolkit`), before it creates the mapping. Without `role_name`, grant
+      `consumers[<key>].required_policy_json` (an output) to the role BEFORE applying: Lambda
+      checks the role when it creates the mapping. `uses_toolkit` (default true) says the
+      function uses `dynamodb_outbox.consumer` and needs the idempotency table; set
+      `OUTBOX_CONSUMER_NAME=<key>` (or `name="<key>"`) in your function: its idempotency
+      keys are scoped to `idempotency#<key>#*` and `ledger#<key>#*`.
+
+    Timing:
+    - `function_timeout_seconds`: 1 to 900, default 30. The module's function gets this
+      timeout; for your own function, give its timeout here.
+    - `visibility_timeout_seconds`: the queue's; null (default) means 6 x
+      `function_timeout_seconds` (AWS's recommendation, so a batch retried after throttling
+      is not received twice). Set explicitly, it must be at least that and at most 43200.
+    - `message_retention_seconds`: the queue's, 60 to 1209600, default 345600 (4 days).
+    - `max_receive_count`: receives before SQS moves a message to the DLQ, 1 to 1000,
+      default 5. Keep at least 5: a batch that failed for an unrelated reason (a timeout, a
+      throttle) counts a receive for every message in it.
+
+    Event source mapping:
+    - `batch_size`: 1 to 10000, default 10; above 10 needs a batching window of at least 1 s.
+    - `maximum_batching_window_in_seconds`: 0 to 300, default 0.
+    - `maximum_concurrency`: 2 to 1000 concurrent invocations, null (default) for no limit.
+
+    EventBridge delivery (publish_to = "eventbridge"; SNS retries delivery to SQS itself):
+    - `maximum_event_age_in_seconds`: 60 to 86400, default 86400.
+    - `maximum_retry_attempts`: 0 to 185, default 185.
+    After those, the event goes to the consumer's DLQ with the error in its attributes.
+  EOT
+  type = map(object({
+    event_pattern = optional(string)
+    filter_policy = optional(string)
+    function = optional(object({
+      arn          = string
+      role_name    = optional(string)
+      uses_toolkit = optional(bool, true)
+    }))
+    function_timeout_seconds           = optional(number, 30)
+    function_memory_size_mb            = optional(number, 256)
+    visibility_timeout_seconds         = optional(number)
+    message_retention_seconds          = optional(number, 345600)
+    max_receive_count                  = optional(number, 5)
+    batch_size                         = optional(number, 10)
+    maximum_batching_window_in_seconds = optional(number, 0)
+    maximum_concurrency                = optional(number)
+    maximum_event_age_in_seconds       = optional(number, 86400)
+    maximum_retry_attempts             = optional(number, 185)
+  }))
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = alltrue([for key in keys(var.consumers) : can(regex("^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$", key))])
+    error_message = "Consumer keys must be 1 to 32 characters of lowercase letters, digits and hyphens, start with a letter and not end with a hyphen (they name the consumer's queue, rule, function and role). Invalid: ${join(", ", [for key in keys(var.consumers) : "\"${key}\"" if !can(regex("^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$", key))])}."
+  }
+
+  validation {
+    condition = alltrue([
+      for c in values(var.consumers) :
+      c.event_pattern == null ? true : try(length(keys(jsondecode(c.event_pattern))) > 0, false)
+    ])
+    error_message = "A consumer's event_pattern must be a non-empty JSON object, e.g. jsonencode({ source = [\"orders\"] }). Invalid for: ${join(", ", [for key, c in var.consumers : key if c.event_pattern != null && !try(length(keys(jsondecode(c.event_pattern))) > 0, false)])}."
+  }
+
+  validation {
+    condition = alltrue([
+      for c in values(var.consumers) :
+      c.filter_policy == null ? true : try(length(keys(jsondecode(c.filter_policy))) > 0, false)
+    ])
+    error_message = "A consumer's filter_policy must be a non-empty JSON object on the message attributes event_type and source, e.g. jsonencode({ event_type = [\"OrderCreated\"] }). Invalid for: ${join(", ", [for key, c in var.consumers : key if c.filter_policy != null && !try(length(keys(jsondecode(c.filter_policy))) > 0, false)])}."
+  }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.event_pattern == null || c.filter_policy == null])
+    error_message = "Set either event_pattern (publish_to = \"eventbridge\") or filter_policy (publish_to = \"sns\") on a consumer, not both. Both set on: ${join(", ", [for key, c in var.consumers : key if c.event_pattern != null && c.filter_policy != null])}."
+  }
+
+  validation {
+    condition = alltrue([
+      for c in values(var.consumers) :
+      c.function == null ? true : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", c.function.arn))
+    ])
+    error_message = "A consumer's function.arn must be a Lambda function ARN (arn:<partition>:lambda:<region>:<account>:function:<name>, optionally :<alias or version>)."
+  }
+
+  validation {
+    condition = alltrue([
+      for c in values(var.consumers) :
+      c.function == null ? true : (c.function.role_name == null ? true : can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name)))
+    ])
+    error_message = "A consumer's function.role_name must be null or an IAM role NAME (1 to 64 of letters, digits and +=,.@_-), not an ARN."
+  }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds])
+    error_message = "A consumer's function_timeout_seconds must be a whole number of seconds from 1 to 900."
+  }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb])
+    error_message = "A consumer's function_memory_size_mb must be a whole number of MB from 128 to 10240."
+  }
+
+  validation {
+    condition = alltrue([
+      for c in values(var.consumers) :
+      c.visibility_timeout_seconds == null ? true : (c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds)
+    ])
+    error_message = "A consumer's visibility_timeout_seconds must be null (6 x function_timeout_seconds) or a whole number of seconds up to 43200, the SQS maximum."
+  }
+
+  validation {
+    condition = alltrue([
+      for c in values(var.consumers) :
+      c.visibility_timeout_seconds == null ? true : c.visibility_timeout_seconds >= 6 * c.function_timeout_seconds
+    ])
+    error_message = "A consumer's visibility_timeout_seconds must be at least 6 x its function_timeout_seconds (AWS's recommendation for SQS event sources, so a message stays hidden while Lambda retries a throttled batch; Lambda refuses outright a mapping whose function timeout exceeds the visibility timeout). Too small for: ${join(", ", [for key, c in var.consumers : "${key} (${c.visibility_timeout_seconds} < 6 x ${c.function_timeout_seconds})" if try(c.visibility_timeout_seconds < 6 * c.function_timeout_seconds, false)])}. Leave it null to get 6 x function_timeout_seconds."
+  }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds])
+    error_message = "A consumer's message_retention_seconds must be a whole number from 60 to 1209600 (14 days)."
+  }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count])
+    error_message = "A consumer's max_receive_count must be a whole number from 1 to 1000 (5 or more is recommended: a batch that fails for an unrelated reason counts a receive for every message in it)."
+  }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size])
+    error_message = "A consumer's batch_size must be a whole number from 1 to 10000."
+  }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds])
+    error_message = "A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300."
+  }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.batch_size <= 10 || c.maximum_batching_window_in_seconds >= 1])
+    error_message = "A consumer with batch_size above 10 needs maximum_batching_window_in_seconds of at least 1 (AWS's rule for SQS event sources). Needed for: ${join(", ", [for key, c in var.consumers : key if c.batch_size > 10 && c.maximum_batching_window_in_seconds < 1])}."
+  }
+
+  validation {
+    condition = alltrue([
+      for c in values(var.consumers) :
+      c.maximum_concurrency == null ? true : (c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency)
+    ])
+    error_message = "A consumer's maximum_concurrency must be null (no limit) or a whole number from 2 to 1000 (AWS's range for SQS event sources)."
+  }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds])
+    error_message = "A consumer's maximum_event_age_in_seconds must be a whole number from 60 to 86400 (EventBridge's range)."
+  }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts])
+    error_message = "A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range)."
+  }
+}
+
+################################################################################
+# Layer
+################################################################################
+
+variable "create_layer" {
+  description = <<-EOT
+    Publish the `dynamodb_outbox` package (writer, envelope, consumer toolkit, and the `ulid`
+    package it needs) as a Lambda layer `<name>-dynamodb-outbox`, for producer and consumer
+    functions outside the module (`layer_arn` output). Compatible with `lambda_runtime` and
+    `lambda_architecture`. It does not include Powertools (the consumer toolkit needs it: add
+    the Powertools layer too) nor boto3 (the runtime has it). Default true.
+  EOT
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+################################################################################
+# Sweeper
+################################################################################
+
+variable "sweeper" {
+  description = <<-EOT
+    The sweeper function (`dynamodb_outbox.sweeper.handler`, `<name>-sweeper`), run on an
+    EventBridge Scheduler schedule. It re-publishes outbox items still pending after
+    `min_age_seconds` (the stream path missed them: records trimmed after 24 hours, retries
+    exhausted), reading the sparse `outbox-pending` index, never scanning the table.
+    - `enabled`: default true. With an existing table (`table.create = false`) the table must
+      already have the `outbox-pending` index (partition key `outbox_pending_shard`, sort key
+      `SK`, both strings; keys only is enough) or plan fails with the `aws dynamodb
+      update-table` command that adds it; set `enabled = false` to run without a sweeper
+      instead (then nothing re-publishes what the stream path gave up on). A table the
+      module creates always has the index.
+    - `schedule_expression`: `rate(...)` or `cron(...)` (EventBridge Scheduler syntax, UTC),
+      default "rate(5 minutes)".
+    - `min_age_seconds`: only items older than this are swept, at least 60, default 300 (well
+      above the stream path's latency, so the two rarely overlap; overlap only duplicates).
+    - `max_items`: items per run, 1 to 10000, default 1000; the rest waits for the next run.
+    - `memory_size_mb`: 128 to 10240, default 256.
+    - `timeout_seconds`: 60 to 900, default 120 (the sweeper keeps its last 10 s for deletes).
+    - `log_level`: DEBUG, INFO (default), WARNING or ERROR (env LOG_LEVEL).
+    The function uses the publisher's runtime, architecture and layers.
+  EOT
+  type = object({
+    enabled             = optional(bool, true)
+    schedule_expression = optional(string, "rate(5 minutes)")
+    min_age_seconds     = optional(number, 300)
+    max_items           = optional(number, 1000)
+    memory_size_mb      = optional(number, 256)
+    timeout_seconds     = optional(number, 120)
+    log_level           = optional(string, "INFO")
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition = (
+      can(regex("^rate\\((1 (minute|hour|day)|([2-9]|[1-9][0-9]+) (minutes|hours|days))\\)$", var.sweeper.schedule_expression))
+      || can(regex("^cron\\([^ ()]+( [^ ()]+){5}\\)$", var.sweeper.schedule_expression))
+    )
+    error_message = "The sweeper.schedule_expression must be a recurring EventBridge Scheduler expression: rate(<n> minutes|hours|days) (singular unit for 1, e.g. rate(1 hour)) or cron(<minutes> <hours> <day-of-month> <month> <day-of-week> <year>)."
+  }
+
+  validation {
+    condition     = var.sweeper.min_age_seconds >= 60 && floor(var.sweeper.min_age_seconds) == var.sweeper.min_age_seconds
+    error_message = "The sweeper.min_age_seconds must be a whole number of at least 60: younger items are still on their way through the stream, and sweeping them only duplicates events."
+  }
+
+  validation {
+    condition     = var.sweeper.max_items >= 1 && var.sweeper.max_items <= 10000 && floor(var.sweeper.max_items) == var.sweeper.max_items
+    error_message = "The sweeper.max_items must be a whole number from 1 to 10000."
+  }
+
+  validation {
+    condition     = var.sweeper.memory_size_mb >= 128 && var.sweeper.memory_size_mb <= 10240 && floor(var.sweeper.memory_size_mb) == var.sweeper.memory_size_mb
+    error_message = "The sweeper.memory_size_mb must be a whole number of MB from 128 to 10240."
+  }
+
+  validation {
+    condition     = var.sweeper.timeout_seconds >= 60 && var.sweeper.timeout_seconds <= 900 && floor(var.sweeper.timeout_seconds) == var.sweeper.timeout_seconds
+    error_message = "The sweeper.timeout_seconds must be a whole number of seconds from 60 to 900: the sweeper keeps its last 10 seconds for deleting what it published."
+  }
+
+  validation {
+    condition     = contains(["DEBUG", "INFO", "WARNING", "ERROR"], var.sweeper.log_level)
+    error_message = "The sweeper.log_level must be DEBUG, INFO, WARNING or ERROR."
+  }
+}
+
+################################################################################
+# Alarms
+################################################################################
+
+variable "alarms" {
+  description = <<-EOT
+    CloudWatch alarms on the outbox. Keys (also the keys of the `alarm_arns` output):
+    - `publisher_iterator_age`: the publisher's IteratorAge (Maximum) above
+      `publisher_iterator_age_threshold_ms` (default 60000): the stream path is falling behind.
+    - `publisher_errors`, `sweeper_errors`: function Errors (Sum) above
+      `publisher_errors_threshold` / `sweeper_errors_threshold` (default 0).
+    - `on_failure_queue_depth`: the on-failure queue holds messages: the stream mapping gave up
+      on a batch (its items wait for the sweeper).
+    - `quarantined_events`: the publisher or the sweeper quarantined a poison item
+      (QuarantinedEvents in the Powertools namespace, both services added up).
+    - `oldest_pending_item`: the sweeper's OldestPendingAgeSeconds (Maximum) above
+      `oldest_pending_age_threshold_seconds`; null (default) means `sweeper.min_age_seconds`
+      plus the schedule's interval, and must be set for a cron() schedule. Missing data is
+      breaching: a sweeper that stops reporting is as bad as an old item.
+    Per consumer (keys `<alarm>/<consumer key>` in `alarm_arns`):
+    - `consumer_failed_invocations`: the consumer's rule failed to deliver events to its queue
+      after its retries (AWS/Events FailedInvocations; publish_to = "eventbridge" only).
+    - `consumer_dlq_depth`: the consumer's DLQ holds messages.
+    - `consumer_dlq_age`: the oldest message in the consumer's DLQ is older than
+      `consumer_dlq_age_threshold_seconds` (default 604800, 7 days: half the DLQ's retention).
+    Sweeper alarms exist only when the sweeper does.
+    - `enabled`: false creates no alarm at all (default true).
+    - `disabled`: keys of alarms not to create (a consumer alarm key turns it off for every
+      consumer).
+    - `actions`: ARNs notified when an alarm fires (SNS topics, ...); `ok_actions`: when it clears.
+    - `period_seconds`: evaluation period of the function and queue alarms, a multiple of 60,
+      default 300.
+  EOT
+  type = object({
+    enabled                              = optional(bool, true)
+    disabled                             = optional(set(string), [])
+    actions                              = optional(list(string), [])
+    ok_actions                           = optional(list(string), [])
+    period_seconds                       = optional(number, 300)
+    publisher_iterator_age_threshold_ms  = optional(number, 60000)
+    publisher_errors_threshold           = optional(number, 0)
+    sweeper_errors_threshold             = optional(number, 0)
+    oldest_pending_age_threshold_seconds = optional(number)
+    consumer_dlq_age_threshold_seconds   = optional(number, 604800)
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition = length(setsubtract(var.alarms.disabled, [
+      "publisher_iterator_age",
+      "publisher_errors",
+      "sweeper_errors",
+      "on_failure_queue_depth",
+      "quarantined_events",
+      "oldest_pending_item",
+      "consumer_failed_invocations",
+      "consumer_dlq_depth",
+      "consumer_dlq_age",
+    ])) == 0
+    error_message = "The alarms.disabled entries must be alarm keys: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, quarantined_events, oldest_pending_item, consumer_failed_invocations, consumer_dlq_depth, consumer_dlq_age."
+  }
+
+  validation {
+    condition     = length(var.alarms.actions) <= 5 && length(var.alarms.ok_actions) <= 5 && alltrue([for arn in concat(var.alarms.actions, var.alarms.ok_actions) : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:", arn))])
+    error_message = "The alarms.actions and alarms.ok_actions must each hold at most 5 ARNs (CloudWatch's limit), e.g. arn:aws:sns:<region>:<account>:<topic>."
+  }
+
+  validation {
+    condition     = var.alarms.period_seconds >= 60 && var.alarms.period_seconds <= 86400 && var.alarms.period_seconds % 60 == 0
+    error_message = "The alarms.period_seconds must be a multiple of 60 from 60 to 86400."
+  }
+
+  validation {
+    condition = alltrue([
+      var.alarms.publisher_iterator_age_threshold_ms >= 0,
+      var.alarms.publisher_errors_threshold >= 0,
+      var.alarms.sweeper_errors_threshold >= 0,
+      var.alarms.oldest_pending_age_threshold_seconds == null ? true : var.alarms.oldest_pending_age_threshold_seconds >= 60,
+      var.alarms.consumer_dlq_age_threshold_seconds >= 0,
+    ])
+    error_message = "The alarm thresholds must not be negative, and alarms.oldest_pending_age_threshold_seconds must be null or at least 60."
   }
 }

@@ -56,6 +56,24 @@ data "aws_iam_policy_document" "kms" {
       values   = ["arn:${data.aws_partition.current.partition}:logs:${var.region}:${data.aws_caller_identity.current.account_id}:log-group:/aws/lambda/${local.name}-*"]
     }
   }
+
+  # EventBridge writes to the consumer queues and DLQs, which the key encrypts:
+  # without this statement every delivery fails (the module cannot add it, it
+  # does not own the key). With publish_to = "sns" the principal is
+  # sns.amazonaws.com.
+  statement {
+    sid = "EventBridgeSendsToEncryptedQueues"
+    actions = [
+      "kms:GenerateDataKey",
+      "kms:Decrypt",
+    ]
+    resources = ["*"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["events.amazonaws.com"]
+    }
+  }
 }
 
 resource "aws_kms_key" "outbox" {
@@ -123,4 +141,39 @@ module "outbox" {
     maximum_record_age_in_seconds      = 21600
     enabled                            = true
   }
+
+  publish_to = "eventbridge"
+
+  # audit: the bundled reference consumer. billing: your own function, when its
+  # ARN is given (the module attaches the consumer policy to its role).
+  consumers = merge(
+    {
+      audit = {
+        event_pattern                      = jsonencode({ source = ["orders"] })
+        function_timeout_seconds           = 30
+        function_memory_size_mb            = 256
+        message_retention_seconds          = 1209600
+        max_receive_count                  = 5
+        batch_size                         = 50
+        maximum_batching_window_in_seconds = 2
+        maximum_concurrency                = 10
+        maximum_event_age_in_seconds       = 86400
+        maximum_retry_attempts             = 185
+      }
+    },
+    var.billing_function == null ? {} : {
+      billing = {
+        event_pattern = jsonencode({ "detail-type" = ["OrderCreated", "OrderCancelled"] })
+        function = {
+          arn          = var.billing_function.arn
+          role_name    = var.billing_function.role_name
+          uses_toolkit = true
+        }
+        function_timeout_seconds = var.billing_function.timeout_seconds
+      }
+    },
+  )
+
+  # The dynamodb_outbox package as a layer, for the order service's own functions.
+  create_layer = true
 }

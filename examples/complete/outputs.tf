@@ -37,3 +37,13 @@ output "kms_key_arn" {
   description = "ARN of the key encrypting the outbox."
   value       = aws_kms_key.outbox.arn
 }
+
+output "consumers" {
+  description = "Per consumer: queue, DLQ, rule, mapping, function and the policy its role needs."
+  value       = module.outbox.consumers
+}
+
+output "layer_arn" {
+  description = "The dynamodb_outbox layer for the service's own functions."
+  value       = module.outbox.layer_arn
+}

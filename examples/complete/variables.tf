@@ -15,3 +15,13 @@ variable "extra_layer_arns" {
   type        = list(string)
   default     = []
 }
+
+variable "billing_function" {
+  description = "An existing consumer function for billing (ARN, execution role name, timeout); null deploys only the reference consumer."
+  type = object({
+    arn             = string
+    role_name       = string
+    timeout_seconds = optional(number, 30)
+  })
+  default = null
+}

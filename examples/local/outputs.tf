@@ -67,3 +67,28 @@ output "log_group_name" {
   description = "Publisher log group."
   value       = module.outbox.log_group_name
 }
+
+output "event_source" {
+  description = "Source the consumer's rule matches."
+  value       = var.event_source
+}
+
+output "consumers" {
+  description = "Per consumer: queue, DLQ, rule, mapping, function, role."
+  value       = module.outbox.consumers
+}
+
+output "idempotency_table_name" {
+  description = "The consumers' idempotency table (and the reference consumer's ledger)."
+  value       = module.outbox.idempotency_table_name
+}
+
+output "idempotency_table_arn" {
+  description = "ARN of the idempotency table."
+  value       = module.outbox.idempotency_table_arn
+}
+
+output "layer_arn" {
+  description = "The dynamodb_outbox layer."
+  value       = module.outbox.layer_arn
+}

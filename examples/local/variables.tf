@@ -15,3 +15,9 @@ variable "name" {
   type        = string
   default     = "outbox-local"
 }
+
+variable "event_source" {
+  description = "EventBridge source the demo's events carry; the example's consumer receives exactly these."
+  type        = string
+  default     = "demo.orders"
+}

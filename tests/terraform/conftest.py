@@ -24,6 +24,8 @@ import pytest
 from tests.terraform.tfhelpers import REPO_ROOT
 
 TF_CLI_CONFIG_SCRIPT = REPO_ROOT / "scripts" / "tf_cli_config.py"
+# moto's server, taught to return SQS RedriveAllowPolicy (see the script).
+MOTO_SERVER_SCRIPT = REPO_ROOT / "scripts" / "moto_server.py"
 EXIT_NO_MIRROR = 3  # scripts/tf_cli_config.py
 MOTO_START_TIMEOUT_SECONDS = 30.0
 
@@ -91,13 +93,13 @@ def _answers(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A moto server on a free loopback port for the session; yields its URL."""
+    """scripts/moto_server.py on a free loopback port for the session; yields its URL."""
     port = _free_loopback_port()
     url = f"http://127.0.0.1:{port}"
     log_path = tmp_path_factory.mktemp("moto") / "moto_server.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            [sys.executable, str(MOTO_SERVER_SCRIPT), "-H", "127.0.0.1", "-p", str(port)],
             stdout=log,
             stderr=subprocess.STDOUT,
         )

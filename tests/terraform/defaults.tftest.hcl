@@ -139,9 +139,9 @@ run "table_has_stream_pitr_and_sse" {
   assert {
     condition = (
       aws_dynamodb_table.this[0].hash_key == "PK" && aws_dynamodb_table.this[0].range_key == "SK"
-      && aws_dynamodb_table.this[0].attribute == toset([{ name = "PK", type = "S" }, { name = "SK", type = "S" }])
+      && aws_dynamodb_table.this[0].attribute == toset([{ name = "PK", type = "S" }, { name = "SK", type = "S" }, { name = "outbox_pending_shard", type = "S" }])
     )
-    error_message = "The table's keys must be PK and SK, both strings."
+    error_message = "The table's keys must be PK and SK, both strings (plus the pending index's string key outbox_pending_shard)."
   }
 
   assert {
@@ -200,12 +200,13 @@ run "publisher_function_is_configured" {
   assert {
     condition = aws_lambda_function.publisher.environment[0].variables == tomap({
       OUTBOX_TABLE_NAME            = "orders-outbox"
+      OUTBOX_PUBLISH_TO            = "eventbridge"
       OUTBOX_EVENT_BUS_NAME        = "orders-outbox"
       POWERTOOLS_SERVICE_NAME      = "orders-outbox"
       POWERTOOLS_METRICS_NAMESPACE = "DynamoDBOutbox"
       LOG_LEVEL                    = "INFO"
     })
-    error_message = "The publisher's environment must name the table and the bus and configure Powertools."
+    error_message = "The publisher's environment must name the table, the transport (eventbridge) and the bus, and configure Powertools."
   }
 
   assert {

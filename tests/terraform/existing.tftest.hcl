@@ -79,6 +79,8 @@ run "existing_table_with_new_and_old_images_is_accepted" {
       range_key              = "SK"
       attribute              = [{ name = "PK", type = "S" }, { name = "SK", type = "S" }]
       server_side_encryption = []
+      # The sweeper's pending index (see sweeper_alarms.tftest.hcl).
+      global_secondary_index = [{ name = "outbox-pending", hash_key = "outbox_pending_shard", range_key = "SK", projection_type = "KEYS_ONLY", non_key_attributes = [], read_capacity = 0, write_capacity = 0 }]
     }
   }
 

@@ -10,6 +10,8 @@ in.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -21,6 +23,8 @@ import pytest
 from pytest_terraform import terraform
 from pytest_terraform import tf as pytest_terraform_tf
 
+from dynamodb_outbox.consumer import parse_body
+from dynamodb_outbox.envelope import Envelope
 from tests.terraform.tfhelpers import EXAMPLES_DIR, describe, run_terraform
 
 pytestmark = [pytest.mark.terraform, pytest.mark.apply]
@@ -130,8 +134,16 @@ def test_table_has_string_pk_sk_keys_and_ttl(
     assert {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]} == {
         "PK": "S",
         "SK": "S",
+        "outbox_pending_shard": "S",
     }
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    (pending,) = table["GlobalSecondaryIndexes"]
+    assert pending["IndexName"] == "outbox-pending"
+    assert {k["AttributeName"]: k["KeyType"] for k in pending["KeySchema"]} == {
+        "outbox_pending_shard": "HASH",
+        "SK": "RANGE",
+    }
+    assert pending["Projection"]["ProjectionType"] == "KEYS_ONLY"
     assert ttl["TimeToLiveDescription"] == {
         "TimeToLiveStatus": "ENABLED",
         "AttributeName": "expires_at",
@@ -152,6 +164,7 @@ def test_publisher_function_runs_the_publisher_handler(
     assert config["Role"] == outputs["publisher_role_arn"]
     assert config["Environment"]["Variables"] == {
         "OUTBOX_TABLE_NAME": outputs["table_name"],
+        "OUTBOX_PUBLISH_TO": "eventbridge",
         "OUTBOX_EVENT_BUS_NAME": outputs["event_bus_name"],
         "POWERTOOLS_SERVICE_NAME": "outbox-local",
         "POWERTOOLS_METRICS_NAMESPACE": "DynamoDBOutbox",
@@ -238,6 +251,231 @@ def test_publisher_role_policy_is_scoped_to_the_stack_arns(
     }
     assert all(s["Effect"] == "Allow" for s in document["Statement"])
     assert attached_policies(iam, role_name) == []
+
+
+CONSUMER = "audit"  # examples/local's one consumer: the reference consumer
+CONSUMER_FUNCTION_TIMEOUT_SECONDS = 30  # the module's default
+
+
+@pytest.fixture(scope="session")
+def consumer(outputs: dict[str, Any]) -> dict[str, Any]:
+    consumers: dict[str, dict[str, Any]] = outputs["consumers"]
+    assert list(consumers) == [CONSUMER]
+    return consumers[CONSUMER]
+
+
+def test_consumer_queue_is_encrypted_hidden_six_function_timeouts_and_redrives_after_5(
+    aws_client: Callable[[str], Any], consumer: dict[str, Any]
+) -> None:
+    attributes = aws_client("sqs").get_queue_attributes(
+        QueueUrl=consumer["queue_url"], AttributeNames=["All"]
+    )["Attributes"]
+
+    assert attributes["QueueArn"] == consumer["queue_arn"]
+    assert attributes["SqsManagedSseEnabled"] == "true"
+    assert int(attributes["VisibilityTimeout"]) == 6 * CONSUMER_FUNCTION_TIMEOUT_SECONDS
+    redrive = json.loads(attributes["RedrivePolicy"])
+    assert redrive["deadLetterTargetArn"] == consumer["dlq_arn"]
+    assert int(redrive["maxReceiveCount"]) == 5
+
+
+def test_consumer_dlq_keeps_14_days_and_takes_redrives_only_from_its_queue(
+    aws_client: Callable[[str], Any], consumer: dict[str, Any]
+) -> None:
+    attributes = aws_client("sqs").get_queue_attributes(
+        QueueUrl=consumer["dlq_url"], AttributeNames=["All"]
+    )["Attributes"]
+
+    assert attributes["QueueArn"] == consumer["dlq_arn"]
+    assert attributes["SqsManagedSseEnabled"] == "true"
+    assert int(attributes["MessageRetentionPeriod"]) == FOURTEEN_DAYS_SECONDS
+    assert json.loads(attributes["RedriveAllowPolicy"]) == {
+        "redrivePermission": "byQueue",
+        "sourceQueueArns": [consumer["queue_arn"]],
+    }
+
+
+@pytest.mark.parametrize("queue", ["queue", "dlq"])
+def test_consumer_queue_policies_let_only_the_rule_send(
+    aws_client: Callable[[str], Any], consumer: dict[str, Any], queue: str
+) -> None:
+    attributes = aws_client("sqs").get_queue_attributes(
+        QueueUrl=consumer[f"{queue}_url"], AttributeNames=["Policy"]
+    )["Attributes"]
+
+    statements = json.loads(attributes["Policy"])["Statement"]
+    assert len(statements) == 1
+    statement = statements[0]
+    assert statement["Effect"] == "Allow"
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+    assert _as_list(statement["Action"]) == ["sqs:SendMessage"]
+    assert _as_list(statement["Resource"]) == [consumer[f"{queue}_arn"]]
+    assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": consumer["rule_arn"]}}
+
+
+def test_consumer_rule_matches_the_event_source_and_targets_the_queue_with_dlq_and_retries(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any], consumer: dict[str, Any]
+) -> None:
+    events = aws_client("events")
+    rule_name = consumer["rule_arn"].rsplit("/", 1)[1]
+
+    rule = events.describe_rule(Name=rule_name, EventBusName=outputs["event_bus_name"])
+    targets = events.list_targets_by_rule(Rule=rule_name, EventBusName=outputs["event_bus_name"])[
+        "Targets"
+    ]
+
+    assert rule["Arn"] == consumer["rule_arn"]
+    assert json.loads(rule["EventPattern"]) == {"source": [outputs["event_source"]]}
+    assert len(targets) == 1
+    target = targets[0]
+    assert target["Arn"] == consumer["queue_arn"]
+    assert target["DeadLetterConfig"] == {"Arn": consumer["dlq_arn"]}
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 185, "MaximumEventAgeInSeconds": 86400}
+    assert "RoleArn" not in target
+
+
+def test_consumer_mapping_reports_batch_item_failures(
+    aws_client: Callable[[str], Any], consumer: dict[str, Any]
+) -> None:
+    mapping = aws_client("lambda").get_event_source_mapping(
+        UUID=consumer["event_source_mapping_uuid"]
+    )
+
+    assert mapping["EventSourceArn"] == consumer["queue_arn"]
+    assert mapping["FunctionArn"] == consumer["function_arn"]
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BatchSize"] == 10
+
+
+def test_reference_consumer_runs_the_bundled_handler_with_its_own_scoped_role(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any], consumer: dict[str, Any]
+) -> None:
+    lambda_client = aws_client("lambda")
+    iam = aws_client("iam")
+
+    config = lambda_client.get_function(FunctionName=consumer["function_name"])["Configuration"]
+    role_name = consumer["role_arn"].rsplit("/", 1)[1]
+    policy_names = iam.list_role_policies(RoleName=role_name)["PolicyNames"]
+    document = iam.get_role_policy(RoleName=role_name, PolicyName=policy_names[0])["PolicyDocument"]
+    if isinstance(document, str):
+        document = json.loads(document)
+
+    assert config["FunctionArn"] == consumer["function_arn"]
+    assert config["Handler"] == "dynamodb_outbox.reference_consumer.handler"
+    assert config["Timeout"] == CONSUMER_FUNCTION_TIMEOUT_SECONDS
+    assert config["Role"] == consumer["role_arn"]
+    assert config["Environment"]["Variables"] == {
+        "OUTBOX_IDEMPOTENCY_TABLE": outputs["idempotency_table_name"],
+        "OUTBOX_CONSUMER_NAME": CONSUMER,
+        "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS": "604800",
+        "POWERTOOLS_SERVICE_NAME": f"outbox-local-{CONSUMER}",
+        "POWERTOOLS_METRICS_NAMESPACE": "DynamoDBOutbox",
+    }
+    assert len(policy_names) == 1
+    resources = {s["Sid"]: _as_list(s["Resource"]) for s in document["Statement"]}
+    assert resources == {
+        "ConsumeQueue": [consumer["queue_arn"]],
+        "KeepIdempotencyRecords": [outputs["idempotency_table_arn"]],
+        "WriteOwnLogs": [
+            consumer["function_arn"]
+            .replace(":lambda:", ":logs:", 1)
+            .replace(":function:", ":log-group:/aws/lambda/", 1)
+            + ":*"
+        ],
+    }
+    assert attached_policies(iam, role_name) == []
+
+
+def test_idempotency_table_keys_on_id_with_ttl_on_expiration(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any]
+) -> None:
+    dynamodb = aws_client("dynamodb")
+
+    table = dynamodb.describe_table(TableName=outputs["idempotency_table_name"])["Table"]
+    ttl = dynamodb.describe_time_to_live(TableName=outputs["idempotency_table_name"])
+
+    assert table["TableArn"] == outputs["idempotency_table_arn"]
+    assert table["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
+    assert table["SSEDescription"]["Status"] == "ENABLED"
+    assert ttl["TimeToLiveDescription"] == {
+        "TimeToLiveStatus": "ENABLED",
+        "AttributeName": "expiration",
+    }
+
+
+def test_layer_holds_the_committed_layer_zip_for_the_runtime_and_architecture(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any]
+) -> None:
+    # arn:aws:lambda:<region>:<account>:layer:<name>:<version>; moto 5.2.5 answers
+    # GetLayerVersionByArn with a server error, GetLayerVersion works.
+    layer_name, version = outputs["layer_arn"].split(":")[-2:]
+    layer = aws_client("lambda").get_layer_version(LayerName=layer_name, VersionNumber=int(version))
+    layer_zip = (EXAMPLES_DIR.parent / "package" / "dynamodb_outbox_layer.zip").read_bytes()
+
+    assert layer["CompatibleRuntimes"] == ["python3.13"]
+    assert layer["CompatibleArchitectures"] == ["arm64"]
+    assert (
+        layer["Content"]["CodeSha256"]
+        == base64.b64encode(hashlib.sha256(layer_zip).digest()).decode()
+    )
+
+
+def test_event_put_on_the_bus_reaches_the_consumer_queue_and_others_do_not(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any], consumer: dict[str, Any]
+) -> None:
+    """EventBridge -> rule -> SQS target, on the emulator.
+
+    moto acts on an ENABLED SQS mapping itself: on every SendMessage it receives
+    the message and tries to invoke the function (it cannot, without Docker).
+    The mapping is disabled for the test and enabled again after it, so the
+    stack still matches its configuration.
+    """
+    lambda_client = aws_client("lambda")
+    sqs = aws_client("sqs")
+    events = aws_client("events")
+    envelope = Envelope(
+        type="OrderCreated",
+        source=outputs["event_source"],
+        subject="ORDER#1001",
+        payload={"order_id": "1001", "total": 42.5},
+    )
+    uuid = consumer["event_source_mapping_uuid"]
+    lambda_client.update_event_source_mapping(UUID=uuid, Enabled=False)
+    try:
+        result = events.put_events(
+            Entries=[
+                {
+                    "EventBusName": outputs["event_bus_name"],
+                    "Source": "someone.else",
+                    "DetailType": "OrderCreated",
+                    "Detail": envelope.to_json(),
+                },
+                {
+                    "EventBusName": outputs["event_bus_name"],
+                    "Source": envelope.source,
+                    "DetailType": envelope.type,
+                    "Detail": envelope.to_json(),
+                },
+            ]
+        )
+        assert result["FailedEntryCount"] == 0, result
+
+        messages = sqs.receive_message(
+            QueueUrl=consumer["queue_url"], MaxNumberOfMessages=10, WaitTimeSeconds=1
+        ).get("Messages", [])
+        for message in messages:
+            sqs.delete_message(
+                QueueUrl=consumer["queue_url"], ReceiptHandle=message["ReceiptHandle"]
+            )
+    finally:
+        lambda_client.update_event_source_mapping(UUID=uuid, Enabled=True)
+
+    assert len(messages) == 1, messages
+    body = json.loads(messages[0]["Body"])
+    assert body["source"] == outputs["event_source"]
+    assert body["detail-type"] == "OrderCreated"
+    assert body["detail"] == envelope.to_dict()
+    assert parse_body(messages[0]["Body"]) == envelope
 
 
 def test_second_plan_has_no_changes(local_stack: Any, tf_cli_config: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import subprocess
 import sys
 import zipfile
@@ -76,4 +77,55 @@ def test_committed_zip_matches_a_fresh_build() -> None:
     builder = _load_builder()
     assert (ROOT / "package" / "dynamodb_outbox.zip").read_bytes() == builder.build(), (
         "package/dynamodb_outbox.zip is stale: run `make package` and commit it"
+    )
+
+
+def test_layer_zip_holds_the_function_zip_files_under_python() -> None:
+    """Lambda adds a Python layer's python/ folder to sys.path: same files, one level down."""
+    builder = _load_builder()
+    with zipfile.ZipFile(io.BytesIO(builder.build())) as function_zip:
+        function_files = {i.filename: function_zip.read(i) for i in function_zip.infolist()}
+    with zipfile.ZipFile(io.BytesIO(builder.build_layer())) as layer_zip:
+        infos = layer_zip.infolist()
+        layer_files = {i.filename: layer_zip.read(i) for i in infos}
+
+    assert layer_files == {f"python/{name}": data for name, data in function_files.items()}
+    assert "python/dynamodb_outbox/consumer.py" in layer_files
+    assert "python/dynamodb_outbox/writer.py" in layer_files
+    assert "python/ulid/__init__.py" in layer_files
+    assert not [n for n in layer_files if n.startswith("python/dynamodb_outbox/local/")]
+    assert [i.filename for i in infos] == sorted(i.filename for i in infos)
+    assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
+    assert {i.external_attr >> 16 for i in infos} == {0o100644}
+    assert builder.build_layer() == builder.build_layer()
+
+
+def test_check_names_a_stale_layer_zip(tmp_path: Path) -> None:
+    builder = _load_builder()
+    stale = tmp_path / "layer.zip"
+    with zipfile.ZipFile(stale, "w") as archive:
+        archive.writestr("dynamodb_outbox/envelope.py", builder.build())  # not under python/
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check", "--layer-output", str(stale)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "stale" in result.stderr
+    assert "python/dynamodb_outbox/envelope.py" in result.stderr
+    stale.write_bytes(builder.build_layer())
+    ok = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check", "--layer-output", str(stale)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_committed_layer_zip_matches_a_fresh_build() -> None:
+    builder = _load_builder()
+    assert (ROOT / "package" / "dynamodb_outbox_layer.zip").read_bytes() == builder.build_layer(), (
+        "package/dynamodb_outbox_layer.zip is stale: run `make package` and commit it"
     )

@@ -16,6 +16,12 @@ mock_data "aws_region" {
   }
 }
 
+mock_data "aws_caller_identity" {
+  defaults = {
+    account_id = "111122223333"
+  }
+}
+
 mock_data "aws_iam_policy_document" {
   defaults = {
     json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}"
@@ -33,7 +39,21 @@ mock_data "aws_dynamodb_table" {
     attribute = [
       { name = "PK", type = "S" },
       { name = "SK", type = "S" },
+      { name = "outbox_pending_shard", type = "S" },
     ]
+    # The sweeper's pending index, which the module requires on an existing table.
+    global_secondary_index = [
+      {
+        name               = "outbox-pending"
+        hash_key           = "outbox_pending_shard"
+        range_key          = "SK"
+        projection_type    = "KEYS_ONLY"
+        non_key_attributes = []
+        read_capacity      = 0
+        write_capacity     = 0
+      },
+    ]
+    billing_mode           = "PAY_PER_REQUEST"
     server_side_encryption = []
   }
 }

@@ -1,0 +1,233 @@
+################################################################################
+# Alarms: settings
+################################################################################
+
+locals {
+  alarm_enabled = {
+    for key in [
+      "publisher_iterator_age",
+      "publisher_errors",
+      "sweeper_errors",
+      "on_failure_queue_depth",
+      "quarantined_events",
+      "oldest_pending_item",
+      "consumer_failed_invocations",
+      "consumer_dlq_depth",
+      "consumer_dlq_age",
+    ] : key => var.alarms.enabled && !contains(var.alarms.disabled, key)
+  }
+
+  # The sweeper reports OldestPendingAgeSeconds on every run. In a healthy outbox
+  # an item is at most min age old when it becomes sweepable, plus one interval
+  # until the next run picks it up.
+  oldest_pending_threshold_seconds = (
+    var.alarms.oldest_pending_age_threshold_seconds != null
+    ? var.alarms.oldest_pending_age_threshold_seconds
+    : (local.sweeper_interval_seconds == null ? null : var.sweeper.min_age_seconds + local.sweeper_interval_seconds)
+  )
+  # At least one run reports per period (missing data breaches): the schedule's
+  # interval, or the threshold for a cron() schedule, in whole minutes; two
+  # periods must breach, so one late run never fires it.
+  oldest_pending_period_seconds = min(43200, max(60, ceil(coalesce(local.sweeper_interval_seconds, local.oldest_pending_threshold_seconds, 3600) / 60) * 60))
+
+  # Alarms on one metric each (the quarantine alarm adds two up: see below).
+  metric_alarms = {
+    for key, alarm in {
+      publisher_iterator_age = {
+        description        = "The publisher ${local.publisher_name} is falling behind its stream: the age of the newest record it read exceeds ${var.alarms.publisher_iterator_age_threshold_ms} ms. Stream records are trimmed after 24 hours (the sweeper then re-publishes the items)."
+        namespace          = "AWS/Lambda"
+        metric_name        = "IteratorAge"
+        statistic          = "Maximum"
+        dimensions         = tomap({ FunctionName = aws_lambda_function.publisher.function_name })
+        threshold          = var.alarms.publisher_iterator_age_threshold_ms
+        period             = var.alarms.period_seconds
+        evaluation_periods = 1
+        treat_missing_data = "notBreaching"
+      }
+      publisher_errors = {
+        description        = "The publisher ${local.publisher_name} failed invocations (errors, timeouts). Its stream mapping retries, bisects, and records what it gives up on in the on-failure queue."
+        namespace          = "AWS/Lambda"
+        metric_name        = "Errors"
+        statistic          = "Sum"
+        dimensions         = tomap({ FunctionName = aws_lambda_function.publisher.function_name })
+        threshold          = var.alarms.publisher_errors_threshold
+        period             = var.alarms.period_seconds
+        evaluation_periods = 1
+        treat_missing_data = "notBreaching"
+      }
+      sweeper_errors = {
+        description        = "The sweeper ${local.sweeper_name} failed invocations (errors, timeouts): pending outbox items are not being re-published."
+        namespace          = "AWS/Lambda"
+        metric_name        = "Errors"
+        statistic          = "Sum"
+        dimensions         = tomap({ FunctionName = try(aws_lambda_function.sweeper[0].function_name, "") })
+        threshold          = var.alarms.sweeper_errors_threshold
+        period             = var.alarms.period_seconds
+        evaluation_periods = 1
+        treat_missing_data = "notBreaching"
+      }
+      on_failure_queue_depth = {
+        description        = "The stream mapping of ${local.publisher_name} gave up on a batch: its record (shard and sequence numbers) is in ${local.on_failure_queue_name}. The outbox items stay in the table for the sweeper."
+        namespace          = "AWS/SQS"
+        metric_name        = "ApproximateNumberOfMessagesVisible"
+        statistic          = "Maximum"
+        dimensions         = tomap({ QueueName = aws_sqs_queue.on_failure.name })
+        threshold          = 0
+        period             = var.alarms.period_seconds
+        evaluation_periods = 1
+        treat_missing_data = "notBreaching"
+      }
+      oldest_pending_item = {
+        description        = "An outbox item of ${local.table_name} has been pending longer than ${coalesce(local.oldest_pending_threshold_seconds, 0)} s (sweeper min age plus its interval), or the sweeper ${local.sweeper_name} stopped reporting (missing data breaches)."
+        namespace          = local.metrics_namespace
+        metric_name        = "OldestPendingAgeSeconds"
+        statistic          = "Maximum"
+        dimensions         = tomap({ service = try(aws_lambda_function.sweeper[0].environment[0].variables["POWERTOOLS_SERVICE_NAME"], "") })
+        threshold          = coalesce(local.oldest_pending_threshold_seconds, 0)
+        period             = local.oldest_pending_period_seconds
+        evaluation_periods = 2
+        treat_missing_data = "breaching"
+      }
+    } : key => merge(alarm, { name = "${var.name}-${replace(key, "_", "-")}" }) if local.alarm_enabled[key] && (local.sweeper_enabled || !startswith(key, "sweeper_") && key != "oldest_pending_item")
+  }
+
+  # Per consumer, keyed "<alarm>/<consumer key>". Rules exist with publish_to =
+  # "eventbridge" only; their metrics carry EventBusName except on the default bus.
+  consumer_rule_alarms = local.alarm_enabled["consumer_failed_invocations"] ? {
+    for key, rule in aws_cloudwatch_event_rule.consumer : "consumer_failed_invocations/${key}" => {
+      name               = "${local.consumer_names[key]}-failed-invocations"
+      description        = "EventBridge failed to deliver events of ${var.name} to the ${key} consumer's queue after its retries (they went to ${local.consumer_names[key]}-dlq)."
+      namespace          = "AWS/Events"
+      metric_name        = "FailedInvocations"
+      statistic          = "Sum"
+      dimensions         = local.event_bus_name == "default" ? tomap({ RuleName = rule.name }) : tomap({ EventBusName = local.event_bus_name, RuleName = rule.name })
+      threshold          = 0
+      period             = var.alarms.period_seconds
+      evaluation_periods = 1
+      treat_missing_data = "notBreaching"
+    }
+  } : {}
+
+  consumer_dlq_alarms = merge(
+    local.alarm_enabled["consumer_dlq_depth"] ? {
+      for key, dlq in aws_sqs_queue.consumer_dlq : "consumer_dlq_depth/${key}" => {
+        name               = "${local.consumer_names[key]}-dlq-depth"
+        description        = "Events for the ${key} consumer of ${var.name} are in its DLQ ${dlq.name}: its function failed them ${var.consumers[key].max_receive_count} times, or they could not be delivered. Fix the cause, then move them back to the queue."
+        namespace          = "AWS/SQS"
+        metric_name        = "ApproximateNumberOfMessagesVisible"
+        statistic          = "Maximum"
+        dimensions         = tomap({ QueueName = dlq.name })
+        threshold          = 0
+        period             = var.alarms.period_seconds
+        evaluation_periods = 1
+        treat_missing_data = "notBreaching"
+      }
+    } : {},
+    local.alarm_enabled["consumer_dlq_age"] ? {
+      for key, dlq in aws_sqs_queue.consumer_dlq : "consumer_dlq_age/${key}" => {
+        name               = "${local.consumer_names[key]}-dlq-age"
+        description        = "The oldest message in ${dlq.name} (the ${key} consumer's DLQ) is older than ${var.alarms.consumer_dlq_age_threshold_seconds} s; SQS deletes it when it reaches the queue's 14-day retention."
+        namespace          = "AWS/SQS"
+        metric_name        = "ApproximateAgeOfOldestMessage"
+        statistic          = "Maximum"
+        dimensions         = tomap({ QueueName = dlq.name })
+        threshold          = var.alarms.consumer_dlq_age_threshold_seconds
+        period             = var.alarms.period_seconds
+        evaluation_periods = 1
+        treat_missing_data = "notBreaching"
+      }
+    } : {},
+  )
+
+  # QuarantinedEvents of the publisher and of the sweeper (each has its own
+  # Powertools service dimension), missing points read as 0.
+  quarantine_metric_services = compact([
+    aws_lambda_function.publisher.environment[0].variables["POWERTOOLS_SERVICE_NAME"],
+    try(aws_lambda_function.sweeper[0].environment[0].variables["POWERTOOLS_SERVICE_NAME"], ""),
+  ])
+}
+
+################################################################################
+# Alarms: one metric each
+################################################################################
+
+resource "aws_cloudwatch_metric_alarm" "this" {
+  for_each = merge(
+    local.metric_alarms,
+    local.consumer_rule_alarms,
+    local.consumer_dlq_alarms,
+  )
+
+  alarm_name        = each.value.name
+  alarm_description = each.value.description
+
+  namespace   = each.value.namespace
+  metric_name = each.value.metric_name
+  statistic   = each.value.statistic
+  dimensions  = each.value.dimensions
+
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = each.value.threshold
+  period              = each.value.period
+  evaluation_periods  = each.value.evaluation_periods
+  datapoints_to_alarm = each.value.evaluation_periods
+  treat_missing_data  = each.value.treat_missing_data
+
+  alarm_actions = var.alarms.actions
+  ok_actions    = var.alarms.ok_actions
+
+  tags = local.tags
+
+  lifecycle {
+    precondition {
+      condition     = each.key != "oldest_pending_item" || local.oldest_pending_threshold_seconds != null
+      error_message = "With a cron() sweeper schedule, set alarms.oldest_pending_age_threshold_seconds (the age a pending item must never reach: sweeper.min_age_seconds plus the longest gap between runs), or add \"oldest_pending_item\" to alarms.disabled."
+    }
+  }
+}
+
+################################################################################
+# Alarms: quarantined items
+################################################################################
+
+resource "aws_cloudwatch_metric_alarm" "quarantined_events" {
+  count = local.alarm_enabled["quarantined_events"] ? 1 : 0
+
+  alarm_name        = "${var.name}-quarantined-events"
+  alarm_description = "The publisher or the sweeper quarantined poison outbox items of ${local.table_name}: they stay in the table, marked, out of the pending index, until an operator fixes and releases them."
+
+  metric_query {
+    id          = "quarantined"
+    label       = "QuarantinedEvents (publisher + sweeper)"
+    expression  = join(" + ", [for i, _ in local.quarantine_metric_services : "FILL(m${i}, 0)"])
+    return_data = true
+  }
+
+  dynamic "metric_query" {
+    for_each = local.quarantine_metric_services
+
+    content {
+      id          = "m${metric_query.key}"
+      return_data = false
+
+      metric {
+        namespace   = local.metrics_namespace
+        metric_name = "QuarantinedEvents"
+        stat        = "Sum"
+        period      = var.alarms.period_seconds
+        dimensions  = { service = metric_query.value }
+      }
+    }
+  }
+
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  evaluation_periods  = 1
+  datapoints_to_alarm = 1
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = var.alarms.actions
+  ok_actions    = var.alarms.ok_actions
+
+  tags = local.tags
+}

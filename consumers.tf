@@ -1,0 +1,456 @@
+################################################################################
+# Consumers: settings
+################################################################################
+
+locals {
+  reference_consumer_handler = "dynamodb_outbox.reference_consumer.handler"
+
+  # Lambda function, IAM role and EventBridge rule names: 64 characters.
+  consumer_max_name_chars = 64
+
+  # The functions the module deploys (the reference consumer) and the callers' own.
+  # Decided by `function == null`, which is known at plan even when the caller's
+  # function ARN is not (a function created in the same apply).
+  module_consumers      = { for key, c in var.consumers : key => c if c.function == null }
+  caller_consumers      = { for key, c in var.consumers : key => c if c.function != null }
+  caller_role_consumers = { for key, c in local.caller_consumers : key => c if c.function.role_name != null }
+
+  # Consumers that keep idempotency records (the reference consumer always does).
+  toolkit_consumer_keys    = toset([for key, c in var.consumers : key if c.function == null ? true : c.function.uses_toolkit])
+  create_idempotency_table = length(local.toolkit_consumer_keys) > 0
+
+  consumer_visibility_timeout_seconds = {
+    for key, c in var.consumers : key => c.visibility_timeout_seconds != null ? c.visibility_timeout_seconds : 6 * c.function_timeout_seconds
+  }
+
+  # How long an event id is remembered: at least the toolkit's default of 7 days,
+  # and never less than a duplicate can still arrive (the queue's retention plus
+  # EventBridge's retry window).
+  consumer_idempotency_expires_after_seconds = {
+    for key, c in var.consumers : key => max(604800, c.message_retention_seconds + c.maximum_event_age_in_seconds)
+  }
+
+  # ARNs built from names, so that policies can name a queue before it exists: the
+  # DLQ's redrive-allow policy names its source queue, which names the DLQ in its
+  # redrive policy, and each queue's own policy names the queue. Postconditions on
+  # the queues and the table check them against what AWS returns.
+  arn_prefix         = "arn:${data.aws_partition.current.partition}"
+  arn_region_account = "${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}"
+
+  consumer_queue_arns   = { for key, name in local.consumer_names : key => "${local.arn_prefix}:sqs:${local.arn_region_account}:${name}" }
+  consumer_dlq_arns     = { for key, name in local.consumer_names : key => "${local.arn_prefix}:sqs:${local.arn_region_account}:${name}-dlq" }
+  idempotency_table_arn = "${local.arn_prefix}:dynamodb:${local.arn_region_account}:table/${local.idempotency_table_name}"
+
+  # Where each consumer's events come from: its rule, or the topic. A consumer
+  # without the pattern or filter policy publish_to needs gets neither, and fails
+  # the precondition on its queue with a message saying what to set.
+  consumer_rules         = local.publish_to_sns ? {} : { for key, c in var.consumers : key => c if c.event_pattern != null }
+  consumer_subscriptions = local.publish_to_sns ? { for key, c in var.consumers : key => c if c.filter_policy != null } : {}
+
+  consumer_source_service = local.publish_to_sns ? "sns.amazonaws.com" : "events.amazonaws.com"
+  consumer_source_arns = merge(
+    { for key in keys(local.consumer_rules) : key => aws_cloudwatch_event_rule.consumer[key].arn },
+    { for key in keys(local.consumer_subscriptions) : key => aws_sns_topic.this[0].arn },
+  )
+}
+
+################################################################################
+# Consumers: idempotency table
+################################################################################
+
+# Shared by every consumer that uses the toolkit (dynamodb_outbox.consumer):
+# Powertools idempotency records `idempotency#<key>#<hash>` and the reference
+# consumer's ledger `ledger#<key>#<event id>`; each consumer's role can touch only
+# its own prefixes. Expired records are removed by TTL on `expiration`.
+resource "aws_dynamodb_table" "idempotency" {
+  count = local.create_idempotency_table ? 1 : 0
+
+  name         = local.idempotency_table_name
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "id"
+
+  attribute {
+    name = "id"
+    type = "S"
+  }
+
+  ttl {
+    enabled        = true
+    attribute_name = "expiration"
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = var.kms_key_arn
+  }
+
+  deletion_protection_enabled = var.table.deletion_protection_enabled
+
+  tags = local.tags
+
+  lifecycle {
+    postcondition {
+      condition     = self.arn == local.idempotency_table_arn
+      error_message = "The idempotency table's ARN is ${self.arn}, not the ${local.idempotency_table_arn} the consumers' policies were given."
+    }
+  }
+}
+
+################################################################################
+# Consumers: queue policies
+################################################################################
+
+# Only the consumer's rule (or the topic) may send, and only to this queue. An
+# SQS target takes no role: EventBridge is authorised by this policy.
+data "aws_iam_policy_document" "consumer_queue" {
+  for_each = local.consumer_source_arns
+
+  statement {
+    sid       = local.publish_to_sns ? "TopicDeliversMessages" : "RuleDeliversEvents"
+    actions   = ["sqs:SendMessage"]
+    resources = [local.consumer_queue_arns[each.key]]
+
+    principals {
+      type        = "Service"
+      identifiers = [local.consumer_source_service]
+    }
+
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = [each.value]
+    }
+  }
+}
+
+# The DLQ also receives what the rule's target (or the subscription) could not
+# deliver after its retries, from the same source.
+data "aws_iam_policy_document" "consumer_dlq" {
+  for_each = local.consumer_source_arns
+
+  statement {
+    sid       = local.publish_to_sns ? "TopicDeadLetters" : "RuleDeadLetters"
+    actions   = ["sqs:SendMessage"]
+    resources = [local.consumer_dlq_arns[each.key]]
+
+    principals {
+      type        = "Service"
+      identifiers = [local.consumer_source_service]
+    }
+
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = [each.value]
+    }
+  }
+}
+
+################################################################################
+# Consumers: queues
+################################################################################
+
+# One DLQ per consumer, for two kinds of failure: messages the function failed
+# `max_receive_count` times (SQS redrive) and events the rule target or the
+# subscription could not deliver (their DLQ). Both are the message the consumer
+# queue would have held, so moving them back to the queue replays them. One
+# queue instead of two also halves what a deployment waits for: the provider
+# waits ~30 s after creating each queue until its attributes settle.
+resource "aws_sqs_queue" "consumer_dlq" {
+  for_each = var.consumers
+
+  name                      = "${local.consumer_names[each.key]}-dlq"
+  message_retention_seconds = 1209600 # 14 days, the SQS maximum
+
+  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
+  kms_master_key_id                 = var.kms_key_arn
+  kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 300
+
+  policy = try(data.aws_iam_policy_document.consumer_dlq[each.key].json, null)
+
+  # Only the consumer's own queue may use this queue as its DLQ.
+  redrive_allow_policy = jsonencode({
+    redrivePermission = "byQueue"
+    sourceQueueArns   = [local.consumer_queue_arns[each.key]]
+  })
+
+  tags = local.tags
+
+  lifecycle {
+    postcondition {
+      condition     = self.arn == local.consumer_dlq_arns[each.key]
+      error_message = "The DLQ's ARN is ${self.arn}, not the ${local.consumer_dlq_arns[each.key]} its policies were given."
+    }
+  }
+}
+
+resource "aws_sqs_queue" "consumer" {
+  for_each = var.consumers
+
+  name                       = local.consumer_names[each.key]
+  visibility_timeout_seconds = local.consumer_visibility_timeout_seconds[each.key]
+  message_retention_seconds  = each.value.message_retention_seconds
+
+  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
+  kms_master_key_id                 = var.kms_key_arn
+  kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 300
+
+  policy = try(data.aws_iam_policy_document.consumer_queue[each.key].json, null)
+
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.consumer_dlq[each.key].arn
+    maxReceiveCount     = each.value.max_receive_count
+  })
+
+  tags = local.tags
+
+  lifecycle {
+    # Checks that involve other inputs than `consumers` (Terraform 1.5 validation
+    # blocks cannot refer to them).
+    precondition {
+      condition     = length(local.consumer_names[each.key]) <= local.consumer_max_name_chars
+      error_message = "Consumer \"${each.key}\": \"${local.consumer_names[each.key]}\" has ${length(local.consumer_names[each.key])} characters; the consumer's function, role and rule names allow ${local.consumer_max_name_chars}. Shorten the key or var.name (together at most ${local.consumer_max_name_chars - 10} characters)."
+    }
+
+    precondition {
+      condition     = local.publish_to_sns ? each.value.filter_policy != null && each.value.event_pattern == null : each.value.event_pattern != null && each.value.filter_policy == null
+      error_message = local.publish_to_sns ? "Consumer \"${each.key}\": with publish_to = \"sns\" set filter_policy (a JSON filter policy on the message attributes event_type and source) and leave event_pattern unset." : "Consumer \"${each.key}\": with publish_to = \"eventbridge\" set event_pattern (a JSON EventBridge event pattern) and leave filter_policy unset (filter_policy is for publish_to = \"sns\")."
+    }
+
+    postcondition {
+      condition     = self.arn == local.consumer_queue_arns[each.key]
+      error_message = "The queue's ARN is ${self.arn}, not the ${local.consumer_queue_arns[each.key]} its policies were given."
+    }
+  }
+}
+
+################################################################################
+# Consumers: EventBridge delivery
+################################################################################
+
+resource "aws_cloudwatch_event_rule" "consumer" {
+  for_each = local.consumer_rules
+
+  name           = local.consumer_names[each.key]
+  description    = "Outbox events of ${var.name} for the ${each.key} consumer."
+  event_bus_name = local.event_bus_ref_name
+  event_pattern  = each.value.event_pattern
+
+  tags = local.tags
+}
+
+# No role_arn: EventBridge sends to SQS as the queue policy allows. Events still
+# undelivered after the retry policy go to the consumer's DLQ, with the error in
+# their message attributes (ERROR_CODE, ERROR_MESSAGE, RULE_ARN, TARGET_ARN).
+resource "aws_cloudwatch_event_target" "consumer" {
+  for_each = local.consumer_rules
+
+  rule           = aws_cloudwatch_event_rule.consumer[each.key].name
+  event_bus_name = local.event_bus_ref_name
+  target_id      = "consumer-queue"
+  arn            = aws_sqs_queue.consumer[each.key].arn
+
+  retry_policy {
+    maximum_event_age_in_seconds = each.value.maximum_event_age_in_seconds
+    maximum_retry_attempts       = each.value.maximum_retry_attempts
+  }
+
+  dead_letter_config {
+    arn = aws_sqs_queue.consumer_dlq[each.key].arn
+  }
+}
+
+################################################################################
+# Consumers: IAM
+################################################################################
+
+# What a consumer function needs: read and delete its queue's messages (the event
+# source mapping polls with the function's role), decrypt them when the queue
+# has a customer key, and keep idempotency records under its own key prefixes.
+# Built from ARNs known at plan, so `required_policy_json` is too.
+data "aws_iam_policy_document" "consumer" {
+  for_each = var.consumers
+
+  statement {
+    sid = "ConsumeQueue"
+    actions = [
+      "sqs:DeleteMessage",
+      "sqs:GetQueueAttributes",
+      "sqs:ReceiveMessage",
+    ]
+    resources = [local.consumer_queue_arns[each.key]]
+  }
+
+  dynamic "statement" {
+    for_each = contains(local.toolkit_consumer_keys, each.key) ? [each.key] : []
+
+    content {
+      sid = "KeepIdempotencyRecords"
+      actions = [
+        "dynamodb:DeleteItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+      ]
+      resources = [local.idempotency_table_arn]
+
+      # Every action names the item's key; the consumer can only touch its own
+      # idempotency records and ledger entries (OUTBOX_CONSUMER_NAME = the key).
+      condition {
+        test     = "ForAllValues:StringLike"
+        variable = "dynamodb:LeadingKeys"
+        values   = ["idempotency#${statement.value}#*", "ledger#${statement.value}#*"]
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.kms_key_arn != null ? [var.kms_key_arn] : []
+
+    content {
+      sid       = "DecryptQueueMessages"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+    }
+  }
+
+  # No cloudwatch:PutMetricData: Powertools metrics are written to the log as
+  # CloudWatch embedded metric format.
+}
+
+# The module's function: the same, plus its own log group.
+data "aws_iam_policy_document" "consumer_function" {
+  for_each = local.module_consumers
+
+  source_policy_documents = [data.aws_iam_policy_document.consumer[each.key].json]
+
+  statement {
+    sid = "WriteOwnLogs"
+    actions = [
+      "logs:CreateLogStream",
+      "logs:PutLogEvents",
+    ]
+    resources = ["${aws_cloudwatch_log_group.consumer[each.key].arn}:*"]
+  }
+}
+
+resource "aws_iam_role" "consumer" {
+  for_each = local.module_consumers
+
+  name                 = local.consumer_names[each.key]
+  description          = "Execution role of the ${each.key} outbox consumer of ${var.name}."
+  assume_role_policy   = data.aws_iam_policy_document.publisher_assume_role.json # Lambda's trust policy
+  permissions_boundary = var.iam_permissions_boundary_arn
+
+  tags = local.tags
+}
+
+resource "aws_iam_role_policy" "consumer" {
+  for_each = local.module_consumers
+
+  name   = local.consumer_names[each.key]
+  role   = aws_iam_role.consumer[each.key].id
+  policy = data.aws_iam_policy_document.consumer_function[each.key].json
+}
+
+# A caller's function: the module can attach a policy only to a role it is given
+# by name. Without one, the caller grants `required_policy_json` itself.
+resource "aws_iam_role_policy" "consumer_caller_role" {
+  for_each = local.caller_role_consumers
+
+  name   = local.consumer_names[each.key]
+  role   = each.value.function.role_name
+  policy = data.aws_iam_policy_document.consumer[each.key].json
+}
+
+################################################################################
+# Consumers: reference function
+################################################################################
+
+resource "aws_cloudwatch_log_group" "consumer" {
+  for_each = local.module_consumers
+
+  name              = "/aws/lambda/${local.consumer_names[each.key]}"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+
+  tags = local.tags
+}
+
+resource "aws_lambda_function" "consumer" {
+  for_each = local.module_consumers
+
+  function_name = local.consumer_names[each.key]
+  description   = "Reference outbox consumer ${each.key}: records each event from its queue once, in the ledger of ${local.idempotency_table_name}."
+  role          = aws_iam_role.consumer[each.key].arn
+
+  filename         = local.package_path
+  source_code_hash = filebase64sha256(local.package_path)
+  handler          = local.reference_consumer_handler
+  runtime          = var.lambda_runtime
+  architectures    = [var.lambda_architecture]
+  memory_size      = each.value.function_memory_size_mb
+  timeout          = each.value.function_timeout_seconds
+  layers           = compact([local.powertools_layer_arn])
+
+  environment {
+    variables = {
+      OUTBOX_IDEMPOTENCY_TABLE                 = aws_dynamodb_table.idempotency[0].name
+      OUTBOX_CONSUMER_NAME                     = each.key
+      OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = tostring(local.consumer_idempotency_expires_after_seconds[each.key])
+      POWERTOOLS_SERVICE_NAME                  = "${var.name}-${each.key}"
+      POWERTOOLS_METRICS_NAMESPACE             = local.metrics_namespace
+    }
+  }
+
+  tags = local.tags
+
+  depends_on = [
+    aws_cloudwatch_log_group.consumer,
+    aws_iam_role_policy.consumer,
+  ]
+
+  lifecycle {
+    precondition {
+      condition     = local.powertools_layer_arn != null
+      error_message = "There is no default Powertools layer for the ${data.aws_partition.current.partition} partition: set powertools_layer_arn to the layer version ARN for your region, or to \"\" for no layer."
+    }
+  }
+}
+
+################################################################################
+# Consumers: event source mappings
+################################################################################
+
+resource "aws_lambda_event_source_mapping" "consumer" {
+  for_each = var.consumers
+
+  event_source_arn = aws_sqs_queue.consumer[each.key].arn
+  function_name    = each.value.function == null ? aws_lambda_function.consumer[each.key].arn : each.value.function.arn
+
+  batch_size                         = each.value.batch_size
+  maximum_batching_window_in_seconds = each.value.maximum_batching_window_in_seconds
+
+  # Not an input: without it Lambda ignores the handler's batchItemFailures and
+  # one failing message sends the whole batch back to the queue.
+  function_response_types = ["ReportBatchItemFailures"]
+
+  dynamic "scaling_config" {
+    for_each = each.value.maximum_concurrency != null ? [each.value.maximum_concurrency] : []
+
+    content {
+      maximum_concurrency = scaling_config.value
+    }
+  }
+
+  # Lambda checks that the function's role can read the queue when it creates the
+  # mapping.
+  depends_on = [
+    aws_iam_role_policy.consumer,
+    aws_iam_role_policy.consumer_caller_role,
+  ]
+}

@@ -1,0 +1,65 @@
+################################################################################
+# Publishing target: EventBridge bus or SNS topic
+################################################################################
+
+locals {
+  publish_to_sns = var.publish_to == "sns"
+
+  # What dynamodb_outbox.publisher.sink_from_environment reads, for every function
+  # that publishes (the publisher, the sweeper): the transport and its target.
+  publish_sink_environment = local.publish_to_sns ? {
+    OUTBOX_PUBLISH_TO = "sns"
+    OUTBOX_TOPIC_ARN  = aws_sns_topic.this[0].arn
+    } : {
+    OUTBOX_PUBLISH_TO     = "eventbridge"
+    OUTBOX_EVENT_BUS_NAME = local.event_bus_name
+  }
+
+  # The one action and resource a publishing role needs. sns:Publish also
+  # authorises PublishBatch.
+  publish_actions    = local.publish_to_sns ? ["sns:Publish"] : ["events:PutEvents"]
+  publish_target_arn = local.publish_to_sns ? aws_sns_topic.this[0].arn : local.event_bus_arn
+
+  publish_target_description = local.publish_to_sns ? "the ${local.sns_topic_name} SNS topic" : "the ${local.event_bus_name} event bus"
+}
+
+################################################################################
+# SNS topic
+################################################################################
+
+# Replaces the bus when publish_to = "sns". Encrypted with the module's key, or
+# with the AWS managed SNS key (which SNS itself can use to deliver to the
+# consumer queues; only publishers such as EventBridge or CloudWatch alarms
+# cannot use it, and the publisher is a Lambda function in this account).
+resource "aws_sns_topic" "this" {
+  count = local.publish_to_sns ? 1 : 0
+
+  name              = local.sns_topic_name
+  kms_master_key_id = var.kms_key_arn != null ? var.kms_key_arn : "alias/aws/sns"
+
+  tags = local.tags
+}
+
+################################################################################
+# SNS subscriptions
+################################################################################
+
+# One per consumer: raw delivery, so the queue receives the envelope JSON
+# itself, and a filter policy on the message attributes the publisher sets
+# (event_type, source). Messages SNS cannot deliver to the queue (a queue
+# policy or key problem) go to the consumer's DLQ, as undeliverable EventBridge
+# events do.
+resource "aws_sns_topic_subscription" "consumer" {
+  for_each = local.consumer_subscriptions
+
+  topic_arn            = aws_sns_topic.this[0].arn
+  protocol             = "sqs"
+  endpoint             = aws_sqs_queue.consumer[each.key].arn
+  raw_message_delivery = true
+  filter_policy        = each.value.filter_policy
+  filter_policy_scope  = "MessageAttributes"
+
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.consumer_dlq[each.key].arn
+  })
+}

@@ -1,0 +1,249 @@
+################################################################################
+# Sweeper: settings
+################################################################################
+
+locals {
+  sweeper_enabled = var.sweeper.enabled
+
+  # The schedule's interval in seconds for rate() expressions, null for cron():
+  # the oldest-pending alarm derives its threshold and period from it.
+  sweeper_rate = try(regex("^rate\\(([0-9]+) (minute|hour|day)s?\\)$", var.sweeper.schedule_expression), null)
+  sweeper_interval_seconds = (
+    local.sweeper_rate == null
+    ? null
+    : tonumber(local.sweeper_rate[0]) * { minute = 60, hour = 3600, day = 86400 }[local.sweeper_rate[1]]
+  )
+}
+
+################################################################################
+# Sweeper: log group
+################################################################################
+
+# Created before the function, as the publisher's: never an unencrypted log
+# group without retention.
+resource "aws_cloudwatch_log_group" "sweeper" {
+  count = local.sweeper_enabled ? 1 : 0
+
+  name              = local.sweeper_log_group_name
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+
+  tags = local.tags
+}
+
+################################################################################
+# Sweeper: IAM
+################################################################################
+
+resource "aws_iam_role" "sweeper" {
+  count = local.sweeper_enabled ? 1 : 0
+
+  name                 = local.sweeper_name
+  description          = "Execution role of the ${local.sweeper_name} outbox sweeper."
+  assume_role_policy   = data.aws_iam_policy_document.publisher_assume_role.json # Lambda's trust policy
+  permissions_boundary = var.iam_permissions_boundary_arn
+
+  tags = local.tags
+}
+
+data "aws_iam_policy_document" "sweeper" {
+  count = local.sweeper_enabled ? 1 : 0
+
+  # Pending items are found on the sparse index only: Query on the index ARN,
+  # nothing on the table's own key space, and no Scan anywhere.
+  statement {
+    sid       = "QueryPendingIndex"
+    actions   = ["dynamodb:Query"]
+    resources = ["${local.table_arn}/index/${local.pending_index_name}"]
+  }
+
+  # Re-read pending items by key (consistent BatchGetItem), delete what was
+  # published (BatchWriteItem), quarantine poison items (UpdateItem).
+  statement {
+    sid = "SettleOutboxItems"
+    actions = [
+      "dynamodb:BatchGetItem",
+      "dynamodb:BatchWriteItem",
+      "dynamodb:UpdateItem",
+    ]
+    resources = [local.table_arn]
+  }
+
+  # The publisher's sink (sns.tf): PutEvents on the bus or Publish on the topic.
+  statement {
+    sid       = "PublishEvents"
+    actions   = local.publish_actions
+    resources = [local.publish_target_arn]
+  }
+
+  statement {
+    sid = "WriteOwnLogs"
+    actions = [
+      "logs:CreateLogStream",
+      "logs:PutLogEvents",
+    ]
+    resources = ["${aws_cloudwatch_log_group.sweeper[0].arn}:*"]
+  }
+
+  # Read and write an encrypted table; the same keys as the publisher.
+  dynamic "statement" {
+    for_each = length(local.publisher_kms_key_arns) > 0 ? [local.publisher_kms_key_arns] : []
+
+    content {
+      sid = "UseEncryptionKeys"
+      actions = [
+        "kms:Decrypt",
+        "kms:GenerateDataKey",
+      ]
+      resources = statement.value
+    }
+  }
+
+  # No cloudwatch:PutMetricData: Powertools metrics are written to the log as
+  # CloudWatch embedded metric format.
+}
+
+resource "aws_iam_role_policy" "sweeper" {
+  count = local.sweeper_enabled ? 1 : 0
+
+  name   = local.sweeper_name
+  role   = aws_iam_role.sweeper[0].id
+  policy = data.aws_iam_policy_document.sweeper[0].json
+}
+
+################################################################################
+# Sweeper: function
+################################################################################
+
+resource "aws_lambda_function" "sweeper" {
+  count = local.sweeper_enabled ? 1 : 0
+
+  function_name = local.sweeper_name
+  description   = "Re-publishes outbox items of ${local.table_name} still pending after ${var.sweeper.min_age_seconds} s."
+  role          = aws_iam_role.sweeper[0].arn
+
+  # The publisher's package, runtime, architecture and layers.
+  filename         = local.package_path
+  source_code_hash = filebase64sha256(local.package_path)
+  handler          = local.sweeper_handler
+  runtime          = var.lambda_runtime
+  architectures    = [var.lambda_architecture]
+  memory_size      = var.sweeper.memory_size_mb
+  timeout          = var.sweeper.timeout_seconds
+  layers           = local.publisher_layers
+
+  environment {
+    # The sink (OUTBOX_PUBLISH_TO and its bus or topic) exactly as the publisher's.
+    variables = merge(local.publish_sink_environment, {
+      OUTBOX_TABLE_NAME              = local.table_name
+      OUTBOX_PENDING_INDEX           = local.pending_index_name
+      OUTBOX_PENDING_SHARDS          = tostring(local.pending_index_shards)
+      OUTBOX_SWEEPER_MIN_AGE_SECONDS = tostring(var.sweeper.min_age_seconds)
+      OUTBOX_SWEEPER_MAX_ITEMS       = tostring(var.sweeper.max_items)
+      # Its own service name, so its metrics (QuarantinedEvents, ...) are told
+      # apart from the publisher's.
+      POWERTOOLS_SERVICE_NAME      = local.sweeper_name
+      POWERTOOLS_METRICS_NAMESPACE = local.metrics_namespace
+      LOG_LEVEL                    = var.sweeper.log_level
+    })
+  }
+
+  tags = local.tags
+
+  # No layer precondition of its own: the publisher's (same layers) stops the
+  # plan with one message.
+  depends_on = [
+    aws_cloudwatch_log_group.sweeper,
+    aws_iam_role_policy.sweeper,
+  ]
+}
+
+################################################################################
+# Sweeper: schedule
+################################################################################
+
+# EventBridge Scheduler rather than an EventBridge rule: it invokes the function
+# with a role of its own (no resource policy on the function, no rule on the
+# account's default bus), retries on its own terms, and moto implements it, so the
+# local apply covers it.
+data "aws_iam_policy_document" "sweeper_schedule_assume_role" {
+  count = local.sweeper_enabled ? 1 : 0
+
+  statement {
+    sid     = "SchedulerAssumeRole"
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["scheduler.amazonaws.com"]
+    }
+
+    # Confused-deputy guard: only schedules of this account.
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [data.aws_caller_identity.current.account_id]
+    }
+  }
+}
+
+resource "aws_iam_role" "sweeper_schedule" {
+  count = local.sweeper_enabled ? 1 : 0
+
+  name                 = local.sweeper_scheduler_role
+  description          = "Lets the ${local.sweeper_schedule_name} schedule invoke the outbox sweeper."
+  assume_role_policy   = data.aws_iam_policy_document.sweeper_schedule_assume_role[0].json
+  permissions_boundary = var.iam_permissions_boundary_arn
+
+  tags = local.tags
+}
+
+data "aws_iam_policy_document" "sweeper_schedule" {
+  count = local.sweeper_enabled ? 1 : 0
+
+  statement {
+    sid       = "InvokeSweeper"
+    actions   = ["lambda:InvokeFunction"]
+    resources = [aws_lambda_function.sweeper[0].arn]
+  }
+}
+
+resource "aws_iam_role_policy" "sweeper_schedule" {
+  count = local.sweeper_enabled ? 1 : 0
+
+  name   = local.sweeper_scheduler_role
+  role   = aws_iam_role.sweeper_schedule[0].id
+  policy = data.aws_iam_policy_document.sweeper_schedule[0].json
+}
+
+resource "aws_scheduler_schedule" "sweeper" {
+  count = local.sweeper_enabled ? 1 : 0
+
+  name        = local.sweeper_schedule_name
+  description = "Runs the ${local.sweeper_name} outbox sweeper."
+  group_name  = "default"
+  state       = "ENABLED"
+
+  schedule_expression          = var.sweeper.schedule_expression
+  schedule_expression_timezone = "UTC"
+
+  flexible_time_window {
+    mode = "OFF"
+  }
+
+  target {
+    arn      = aws_lambda_function.sweeper[0].arn
+    role_arn = aws_iam_role.sweeper_schedule[0].arn
+
+    # A missed run is caught up by the next one; a few retries cover a
+    # transient invoke failure without piling up runs.
+    retry_policy {
+      maximum_event_age_in_seconds = 300
+      maximum_retry_attempts       = 2
+    }
+  }
+
+  # No tags: schedules are not taggable (schedule groups are).
+
+  depends_on = [aws_iam_role_policy.sweeper_schedule]
+}
