@@ -368,15 +368,32 @@ def mapping_config(
     return config
 
 
-def read_mappings(lambda_client: Any, function_name: str) -> list[dict[str, Any]]:
-    """The mappings of ``function_name`` as the emulator (or AWS) lists them.
+def read_mappings(
+    lambda_client: Any,
+    function_name: str | None = None,
+    *,
+    event_source_arn: str | None = None,
+) -> list[dict[str, Any]]:
+    """The mappings of ``function_name`` and/or from ``event_source_arn``, as listed.
 
     ``lambda_client`` is a boto3 Lambda client. The dicts keep the API shape and
     feed :class:`~dynamodb_outbox.local.StreamMapping` or
     :class:`~dynamodb_outbox.local.SqsMapping` unchanged.
+
+    moto 5.2.5 matches ``FunctionName`` against the exact string the mapping was
+    created with: a mapping created with the function's ARN (as Terraform does
+    when given ``aws_lambda_function.x.arn``) is not found by the function's
+    name, unlike on AWS. Listing by ``event_source_arn`` finds it either way;
+    filter the result on ``FunctionArn`` when the source feeds several functions.
     """
+    if function_name is None and event_source_arn is None:
+        raise ValueError("give function_name, event_source_arn or both")
     configs: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"FunctionName": function_name}
+    kwargs: dict[str, Any] = {}
+    if function_name is not None:
+        kwargs["FunctionName"] = function_name
+    if event_source_arn is not None:
+        kwargs["EventSourceArn"] = event_source_arn
     while True:
         page = lambda_client.list_event_source_mappings(**kwargs)
         configs.extend(dict(m) for m in page.get("EventSourceMappings", []))
