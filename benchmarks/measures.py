@@ -1,0 +1,497 @@
+"""Each measurement of ``make bench``, as a function returning plain data (JSON-ready)."""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks import emulator
+from benchmarks.baseline_publisher import publish_one_by_one
+from benchmarks.emulator import BUS_NAME, TABLE_NAME, CallCounter, Latency
+from benchmarks.overlapped import publish_stream_batch_overlapped
+from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, outbox_item
+from dynamodb_outbox.publisher import EventBridgeSink, publish_stream_batch
+from dynamodb_outbox.sweeper import sweep
+from dynamodb_outbox.writer import item_size, serialize_item
+
+ROOT = Path(__file__).resolve().parent.parent
+ZIP_PATH = ROOT / "package" / "dynamodb_outbox.zip"
+HANDLER_MODULES = (
+    "dynamodb_outbox.publisher",
+    "dynamodb_outbox.sweeper",
+    "dynamodb_outbox.reference_consumer",
+    "dynamodb_outbox.consumer",
+    "dynamodb_outbox.writer",
+)
+
+
+class _Stack:
+    """Table and bus on the emulator; setup clients apart from the measured code's clients."""
+
+    def __init__(self) -> None:
+        self.setup_dynamodb, setup_events = emulator.clients()
+        emulator.create_outbox_table(self.setup_dynamodb)
+        emulator.create_bus(setup_events)
+        self.dynamodb, self.events = emulator.clients()
+        self.counter = CallCounter().attach(self.dynamodb, self.events)
+        self.latency = Latency(0.0).attach(self.dynamodb, self.events)
+        self.sink = EventBridgeSink(self.events, BUS_NAME)
+
+    def ours(self, records: list[dict[str, Any]]) -> Any:
+        return publish_stream_batch(
+            records, sink=self.sink, table_name=TABLE_NAME, dynamodb_client=self.dynamodb
+        )
+
+    def overlapped(self, records: list[dict[str, Any]]) -> Any:
+        return publish_stream_batch_overlapped(
+            records, sink=self.sink, table_name=TABLE_NAME, dynamodb_client=self.dynamodb
+        )
+
+    def baseline(self, records: list[dict[str, Any]]) -> Any:
+        return publish_one_by_one(
+            records,
+            events_client=self.events,
+            dynamodb_client=self.dynamodb,
+            event_bus_name=BUS_NAME,
+            table_name=TABLE_NAME,
+        )
+
+    def load(self, batch: emulator.OutboxBatch) -> None:
+        emulator.put_items(self.setup_dynamodb, batch.items)
+
+    def remaining(self) -> int:
+        return emulator.table_count(self.setup_dynamodb)
+
+
+def _published(result: Any) -> int:
+    return int(result.published)
+
+
+# ------------------------------------------------------------------ calls/event
+
+
+def count_calls(batch_sizes: tuple[int, ...] = (10, 100, 1000)) -> list[dict[str, Any]]:
+    """API calls per published event, ours and baseline, on the same records, nothing failing."""
+    rows = []
+    with emulator.emulator():
+        stack = _Stack()
+        for size in batch_sizes:
+            batch = emulator.outbox_batch(size)
+            row: dict[str, Any] = {"batch_size": size}
+            for name, publish in (("ours", stack.ours), ("baseline", stack.baseline)):
+                stack.load(batch)
+                stack.counter.reset()
+                result = publish(batch.records)
+                published = _published(result)
+                left = stack.remaining()
+                if published != size or left:
+                    raise RuntimeError(
+                        f"{name} at batch size {size}: published {published}, {left} items left"
+                    )
+                row[name] = {
+                    "calls": stack.counter.total,
+                    "events": published,
+                    "calls_per_event": stack.counter.total / published,
+                    "by_operation": dict(sorted(stack.counter.calls.items())),
+                }
+            rows.append(row)
+    return rows
+
+
+def calls_goal(batch_size: int) -> float:
+    """The goal: at most 10 entries per PutEvents and 25 deletes per BatchWriteItem.
+
+    0.15 from batch size 100 on (the issue's goal; the exact bound is 0.14); below
+    that the fixed cost of the two calls shows, so the bound is the exact count.
+    """
+    exact = (math.ceil(batch_size / 10) + math.ceil(batch_size / 25)) / batch_size
+    return max(exact, 0.15) if batch_size >= 100 else exact
+
+
+# --------------------------------------------------------------------- CPU time
+
+
+def cpu_per_1000(repetitions: int = 5, batch_size: int = 100) -> dict[str, Any]:
+    """Process CPU seconds around the publish calls only, per 1,000 events, median of runs."""
+    batches_per_run = 1000 // batch_size
+    samples: dict[str, list[float]] = {"ours": [], "baseline": []}
+    with emulator.emulator():
+        stack = _Stack()
+        for _ in range(repetitions):
+            for name, publish in (("ours", stack.ours), ("baseline", stack.baseline)):
+                batches = [emulator.outbox_batch(batch_size) for _ in range(batches_per_run)]
+                for batch in batches:
+                    stack.load(batch)
+                spent = 0.0
+                for batch in batches:
+                    start = time.process_time()
+                    publish(batch.records)
+                    spent += time.process_time() - start
+                samples[name].append(spent)
+    ours, base = statistics.median(samples["ours"]), statistics.median(samples["baseline"])
+    return {
+        "batch_size": batch_size,
+        "repetitions": repetitions,
+        "ours_seconds": ours,
+        "baseline_seconds": base,
+        "ratio": ours / base,
+        "samples": samples,
+        "note": "CPU of moto (in-process emulator) is included in both figures",
+    }
+
+
+def cpu_per_1000_without_emulator(repetitions: int = 5, batch_size: int = 100) -> dict[str, Any]:
+    """Like :func:`cpu_per_1000`, but every call is answered at once with success, no moto.
+
+    botocore still serialises, signs and parses, so this is the handler's own CPU.
+    """
+    batches_per_run = 1000 // batch_size
+    samples: dict[str, list[float]] = {"ours": [], "baseline": []}
+    with emulator.fake_aws_environment():
+        dynamodb, events = emulator.clients()
+        emulator.CannedAws().attach(dynamodb, events)
+        counter = CallCounter().attach(dynamodb, events)
+        sink = EventBridgeSink(events, BUS_NAME)
+
+        def ours(records: list[dict[str, Any]]) -> Any:
+            return publish_stream_batch(
+                records, sink=sink, table_name=TABLE_NAME, dynamodb_client=dynamodb
+            )
+
+        def baseline(records: list[dict[str, Any]]) -> Any:
+            return publish_one_by_one(
+                records,
+                events_client=events,
+                dynamodb_client=dynamodb,
+                event_bus_name=BUS_NAME,
+                table_name=TABLE_NAME,
+            )
+
+        for _ in range(repetitions):
+            for name, publish in (("ours", ours), ("baseline", baseline)):
+                batches = [emulator.outbox_batch(batch_size) for _ in range(batches_per_run)]
+                spent, published = 0.0, 0
+                for batch in batches:
+                    start = time.process_time()
+                    published += _published(publish(batch.records))
+                    spent += time.process_time() - start
+                if published != 1000:
+                    raise RuntimeError(f"canned {name}: published {published}")
+                samples[name].append(spent)
+    ours_s, base_s = statistics.median(samples["ours"]), statistics.median(samples["baseline"])
+    return {
+        "batch_size": batch_size,
+        "repetitions": repetitions,
+        "ours_seconds": ours_s,
+        "baseline_seconds": base_s,
+        "ratio": ours_s / base_s,
+        "samples": samples,
+        "calls": counter.total,
+        "note": "no emulator: answered by a before-send hook (validate, sign, parse kept)",
+    }
+
+
+# ---------------------------------------------------------------------- sweeper
+
+
+class _ReadMeter:
+    """Items DynamoDB evaluated per read call (``after-call`` hook)."""
+
+    def __init__(self, client: Any) -> None:
+        self.evaluated: dict[str, int] = {}
+        self.calls: dict[str, int] = {}
+        client.meta.events.register("after-call.dynamodb", self._after)
+
+    def _after(self, model: Any, parsed: dict[str, Any], **_: Any) -> None:
+        name = model.name
+        if name in ("Query", "Scan"):
+            count = int(parsed.get("ScannedCount", parsed.get("Count", 0)))
+        elif name == "BatchGetItem":
+            count = sum(len(items) for items in (parsed.get("Responses") or {}).values())
+        else:
+            return
+        self.evaluated[name] = self.evaluated.get(name, 0) + count
+        self.calls[name] = self.calls.get(name, 0) + 1
+
+
+def sweeper_reads(entities: int = 5000, pending: int = 100) -> dict[str, Any]:
+    """Items read per pending item: the sweep (pending index + BatchGetItem) vs a filtered Scan."""
+    with emulator.emulator():
+        stack = _Stack()
+        entity_items = [
+            serialize_item(
+                {
+                    "PK": f"CUSTOMER#{n}",
+                    "SK": "PROFILE",
+                    "name": f"customer {n}",
+                    "email": f"c{n}@example.com",
+                    "orders": n % 17,
+                }
+            )
+            for n in range(entities)
+        ]
+        emulator.put_items(stack.setup_dynamodb, entity_items)
+        stack.load(emulator.outbox_batch(pending))
+        time.sleep(0.01)  # the items' ULIDs are now older than the boundary's millisecond
+
+        scan_meter = _ReadMeter(stack.setup_dynamodb)
+        found = 0
+        for page in stack.setup_dynamodb.get_paginator("scan").paginate(
+            TableName=TABLE_NAME,
+            FilterExpression="begins_with(SK, :outbox) AND outbox_status = :pending",
+            ExpressionAttributeValues={":outbox": {"S": "OUTBOX#"}, ":pending": {"S": "PENDING"}},
+        ):
+            found += int(page["Count"])
+
+        sweep_meter = _ReadMeter(stack.dynamodb)
+        result = sweep(
+            sink=stack.sink,
+            table_name=TABLE_NAME,
+            dynamodb_client=stack.dynamodb,
+            min_age_seconds=0,
+            shards=DEFAULT_PENDING_SHARDS,
+        )
+        if result.swept != pending or found != pending:
+            raise RuntimeError(f"sweeper bench: swept {result.swept}, scan found {found}")
+    ours_read = sum(sweep_meter.evaluated.values())
+    scan_read = sum(scan_meter.evaluated.values())
+    return {
+        "entity_items": entities,
+        "pending_items": pending,
+        "ours": {
+            "items_read": ours_read,
+            "per_pending_item": ours_read / pending,
+            "by_operation": sweep_meter.evaluated,
+            "calls": sweep_meter.calls,
+        },
+        "baseline_scan": {
+            "items_read": scan_read,
+            "per_pending_item": scan_read / pending,
+            "by_operation": scan_meter.evaluated,
+            "calls": scan_meter.calls,
+        },
+    }
+
+
+# ------------------------------------------------------------------- cold start
+
+# Times ``import boto3`` (bare, in the fresh interpreter), then the module on top of it:
+# their sum is the module's own import time in a fresh interpreter (it imports boto3
+# itself), and the second figure is what it adds to a bare ``import boto3``, measured
+# in the same interpreter so that the noise of a busy machine does not add up twice.
+_IMPORT_PROBE = (
+    "import importlib, sys, time\n"
+    "start = time.perf_counter()\n"
+    "import boto3\n"
+    "middle = time.perf_counter()\n"
+    "importlib.import_module(sys.argv[1])\n"
+    "end = time.perf_counter()\n"
+    "print(middle - start, end - middle)\n"
+)
+
+
+def _import_once(module: str, pythonpath: str | None) -> tuple[float, float]:
+    env = {**os.environ, **emulator.FAKE_ENV}
+    args = [sys.executable]
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+        args.append("-B")  # like Lambda: the package's .py files are compiled at every cold start
+    done = subprocess.run(
+        [*args, "-c", _IMPORT_PROBE, module],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tempfile.gettempdir(),
+        check=True,
+    )
+    boto3_seconds, module_seconds = done.stdout.strip().splitlines()[-1].split()
+    return float(boto3_seconds), float(module_seconds)
+
+
+def cold_start(runs: int = 5) -> dict[str, Any]:
+    """Import time of each handler module in a fresh interpreter, above a bare ``import boto3``.
+
+    Two settings: ``venv`` (the installed package, bytecode cached) and ``zip``
+    (the package and vendored ulid extracted from the deployment zip, imported
+    with ``-B`` so they are compiled at each start, as on Lambda, where the zip
+    carries no bytecode; boto3 and Powertools keep their cached bytecode, as the
+    runtime and the layer ship it). The runs go round-robin over the settings so
+    that a busy machine slows all of them alike; the first round is a warm-up.
+    """
+    with tempfile.TemporaryDirectory() as extracted:
+        with zipfile.ZipFile(ZIP_PATH) as archive:
+            archive.extractall(extracted)
+        configs: list[tuple[str, str, str | None]] = []
+        for module in HANDLER_MODULES:
+            configs += [(module, "venv", None), (module, "zip", extracted)]
+        boto3_samples: list[float] = []
+        samples: dict[tuple[str, str], list[float]] = {(m, s): [] for m, s, _ in configs}
+        for round_ in range(runs + 1):
+            for module, setting, path in configs:
+                boto3_seconds, module_seconds = _import_once(module, path)
+                if round_:
+                    boto3_samples.append(boto3_seconds)
+                    samples[(module, setting)].append(module_seconds)
+    added = {key: statistics.median(values) * 1000 for key, values in samples.items()}
+    least = {key: min(values) * 1000 for key, values in samples.items()}
+    boto3_median = statistics.median(boto3_samples)
+    rows = {
+        module: {
+            "added_ms": added[(module, "venv")],
+            "added_ms_min": least[(module, "venv")],
+            "added_ms_from_zip": added[(module, "zip")],
+            "added_ms_from_zip_min": least[(module, "zip")],
+            "import_seconds": boto3_median + added[(module, "venv")] / 1000,
+        }
+        for module in HANDLER_MODULES
+    }
+    return {
+        "runs": runs,
+        "boto3_import_seconds": boto3_median,
+        "modules": rows,
+        "goal_added_ms": 50.0,
+    }
+
+
+# ---------------------------------------------------------------------- zip size
+
+
+def zip_size() -> dict[str, Any]:
+    size = ZIP_PATH.stat().st_size
+    with tempfile.TemporaryDirectory() as scratch:
+        baseline_zip = Path(scratch) / "baseline.zip"
+        with zipfile.ZipFile(baseline_zip, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.write(
+                Path(__file__).with_name("baseline_publisher.py"), "baseline_publisher.py"
+            )
+        baseline_size = baseline_zip.stat().st_size
+    return {
+        "path": str(ZIP_PATH.relative_to(ROOT)),
+        "bytes": size,
+        "baseline_bytes": baseline_size,
+        "goal_bytes": 100 * 1024,
+    }
+
+
+# ------------------------------------------------------------------- write cost
+
+KB = 1024
+
+
+def _wcu(size: int) -> int:
+    return max(1, math.ceil(size / KB))
+
+
+def write_cost() -> dict[str, Any]:
+    """WCU per order as AWS bills it, computed from the item sizes (writer.item_size)."""
+    entity = serialize_item(
+        {
+            "PK": "ORDER#1001",
+            "SK": "META",
+            "status": "PLACED",
+            "customer_id": "CUSTOMER#42",
+            "total": 42.5,
+            "currency": "EUR",
+            "lines": [{"sku": "SKU-1", "qty": 1}, {"sku": "SKU-2", "qty": 2}],
+        }
+    )
+    outbox = outbox_item("ORDER#1001", emulator.make_envelope(1001))
+    entity_bytes, outbox_bytes = item_size(entity), item_size(outbox)
+    # KEYS_ONLY index entry: table keys + index key (the write unit is the entry's size).
+    gsi_bytes = item_size({name: outbox[name] for name in ("PK", "SK", "outbox_pending_shard")})
+    lines = [
+        (
+            "entity put, transactional (x2)",
+            2 * _wcu(entity_bytes),
+            f"2 x ceil({entity_bytes} B / 1 KB)",
+        ),
+        (
+            "outbox put, transactional (x2)",
+            2 * _wcu(outbox_bytes),
+            f"2 x ceil({outbox_bytes} B / 1 KB)",
+        ),
+        ("pending index put (KEYS_ONLY)", _wcu(gsi_bytes), f"ceil({gsi_bytes} B / 1 KB)"),
+        ("delete of the outbox item", _wcu(outbox_bytes), f"ceil({outbox_bytes} B / 1 KB)"),
+        ("pending index delete", _wcu(gsi_bytes), f"ceil({gsi_bytes} B / 1 KB)"),
+        ("quarantine (normal path)", 0, "none"),
+    ]
+    ours = sum(wcu for _, wcu, _ in lines)
+    plain = _wcu(entity_bytes)
+    return {
+        "entity_bytes": entity_bytes,
+        "outbox_item_bytes": outbox_bytes,
+        "pending_index_entry_bytes": gsi_bytes,
+        "lines": [{"what": what, "wcu": wcu, "arithmetic": how} for what, wcu, how in lines],
+        "ours_wcu": ours,
+        "plain_put_wcu": plain,
+        "plain_put_arithmetic": f"ceil({entity_bytes} B / 1 KB)",
+        "ratio": ours / plain,
+    }
+
+
+# --------------------------------------------------------------------- latency
+
+
+def latency(latency_seconds: float = 0.02, batch_size: int = 100) -> dict[str, Any]:
+    """Wall time per 1,000 events with a fixed delay added to every call.
+
+    Ours sequential vs the overlapped prototype on 1,000 events (batches of
+    ``batch_size``); the baseline (2 calls per event) on ``batch_size`` events,
+    scaled to 1,000, to keep the run short.
+    """
+    batches_per_run = 1000 // batch_size
+    out: dict[str, Any] = {"latency_ms": latency_seconds * 1000, "batch_size": batch_size}
+    with emulator.emulator():
+        stack = _Stack()
+        stack.latency.seconds = latency_seconds
+        for name, publish in (
+            ("ours_sequential", stack.ours),
+            ("ours_overlapped", stack.overlapped),
+        ):
+            batches = [emulator.outbox_batch(batch_size) for _ in range(batches_per_run)]
+            for batch in batches:
+                stack.load(batch)
+            stack.counter.reset()
+            stack.latency.on = True
+            start = time.perf_counter()
+            published = sum(_published(publish(batch.records)) for batch in batches)
+            wall = time.perf_counter() - start
+            stack.latency.on = False
+            if published != 1000 or stack.remaining():
+                raise RuntimeError(f"latency bench {name}: published {published}, items left")
+            out[name] = {"seconds_per_1000": wall, "calls": stack.counter.total}
+        batch = emulator.outbox_batch(batch_size)
+        stack.load(batch)
+        stack.counter.reset()
+        stack.latency.on = True
+        start = time.perf_counter()
+        published = _published(stack.baseline(batch.records))
+        wall = time.perf_counter() - start
+        stack.latency.on = False
+        out["baseline"] = {
+            "seconds_per_1000": wall * 1000 / published,
+            "calls": stack.counter.total * 1000 // published,
+            "measured_events": published,
+        }
+    # The latency alone, calls on the critical path x latency: every call when sequential;
+    # with the overlap, the PutEvents calls plus the last delete chunk of each batch.
+    puts = batches_per_run * math.ceil(batch_size / 10)
+    out["ours_sequential"]["latency_floor_seconds"] = (
+        out["ours_sequential"]["calls"] * latency_seconds
+    )
+    out["ours_overlapped"]["latency_floor_seconds"] = (puts + batches_per_run) * latency_seconds
+    seq, over = (
+        out["ours_sequential"]["seconds_per_1000"],
+        out["ours_overlapped"]["seconds_per_1000"],
+    )
+    out["overlap_saving"] = 1 - over / seq
+    out["overlap_helped"] = over < seq * 0.95
+    return out
