@@ -23,15 +23,15 @@ $(STAMP): requirements-dev.txt lambda/pyproject.toml
 
 venv: $(STAMP) ## create .venv with the pinned dependencies
 
-package: $(STAMP) ## rebuild the reproducible Lambda zip in package/
+package: $(STAMP) ## rebuild the reproducible Lambda zip and layer zip in package/
 	$(PY) scripts/build_package.py
 
-package-check: $(STAMP) ## fail when the committed zip differs from a fresh build
+package-check: $(STAMP) ## fail when a committed zip (function, layer) differs from a fresh build
 	$(PY) scripts/build_package.py --check
 
 lint: $(STAMP) ## ruff and mypy --strict on lambda/
-	$(VENV)/bin/ruff check lambda tests scripts
-	$(VENV)/bin/ruff format --check lambda tests scripts
+	$(VENV)/bin/ruff check lambda tests scripts demo benchmarks
+	$(VENV)/bin/ruff format --check lambda tests scripts demo benchmarks
 	cd lambda && ../$(VENV)/bin/mypy --strict dynamodb_outbox
 
 fmt-check: ## terraform fmt -check -recursive
@@ -52,3 +52,15 @@ test: package-check lint fmt-check $(STAMP) ## the whole suite (what CI runs)
 clean: ## remove the venv and Terraform working files
 	rm -rf $(VENV) .tfcli .pytest_cache .mypy_cache .ruff_cache
 	find . -name .terraform -type d -prune -exec rm -rf {} +
+
+.PHONY: demo
+demo: $(STAMP) ## examples/local on an in-process moto server, ORDERS orders (default 200) with faults, a report
+	$(PY) -m demo.run_demo --orders $(or $(ORDERS),200)
+
+.PHONY: bench
+bench: $(STAMP) ## calls/event, CPU, sweeper reads, cold start, zip, WCU vs a baseline; writes benchmarks/results.json, docs/calls-per-event.png
+	$(PY) -m benchmarks.run
+
+.PHONY: soak
+soak: $(STAMP) ## long fault-injection campaign, SOAK_EXAMPLES schedules (default 500); prints events, faults, losses
+	HYPOTHESIS_PROFILE=soak SOAK_EXAMPLES=$(or $(SOAK_EXAMPLES),500) $(PY) -m pytest tests/reliability -q

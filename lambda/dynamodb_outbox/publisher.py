@@ -679,7 +679,10 @@ def _plan(candidate: OutboxCandidate, sink: Sink) -> _Plan:
     if OUTBOX_SK_PREFIX + envelope.id != sk:
         return poison(f"envelope id {envelope.id!r} does not match sort key {sk!r}")
     event = OutboundEvent(envelope=envelope, body=body, time=event_time)
-    size = sink.entry_size(event)
+    try:
+        size = sink.entry_size(event)
+    except UnicodeEncodeError as exc:  # a lone surrogate: no sink can ever send it
+        return poison(f"envelope is not encodable as UTF-8: {exc}")
     if size > sink.max_request_bytes:
         return poison(
             f"event too large for {sink.name}: {size} bytes, limit {sink.max_request_bytes}"

@@ -38,7 +38,12 @@ from tests.functional.outbox_helpers import PK, RecordingEvents, write_outbox
 if TYPE_CHECKING:
     from tests.functional.conftest import EventBus, OutboxTable, SnsTopic
 
-OLD = datetime.now(UTC) - timedelta(hours=2)
+
+def two_hours_ago() -> datetime:
+    # Computed per test: a module-level constant ages while a long suite runs.
+    return datetime.now(UTC) - timedelta(hours=2)
+
+
 DLQ_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:orders-dlq"
 SOURCE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:orders"
 
@@ -119,7 +124,7 @@ def test_pending_help_says_quarantined_items_need_a_scan(ops: Callable[..., Run]
 def test_pending_lists_pending_and_quarantined_oldest_first(
     ops: Callable[..., Run], outbox_table: OutboxTable
 ) -> None:
-    outbox = write_outbox(outbox_table, 4, made_at=OLD)
+    outbox = write_outbox(outbox_table, 4, made_at=two_hours_ago())
     quarantine(outbox_table, outbox.sk(1), reason="invalid envelope: boom")
 
     data = ops("--json", "pending").json()
@@ -148,7 +153,7 @@ def test_pending_lists_pending_and_quarantined_oldest_first(
 def test_pending_limit_caps_the_list_not_the_count(
     ops: Callable[..., Run], outbox_table: OutboxTable
 ) -> None:
-    outbox = write_outbox(outbox_table, 5, made_at=OLD)
+    outbox = write_outbox(outbox_table, 5, made_at=two_hours_ago())
     data = ops("--json", "pending", "--limit", "2", "--no-quarantined").json()
     assert data["pending"]["count"] == 5
     assert [row["event_id"] for row in data["pending"]["items"]] == outbox.ids[:2]
@@ -158,8 +163,8 @@ def test_pending_limit_caps_the_list_not_the_count(
 def test_pending_with_pk_queries_the_collection(
     ops: Callable[..., Run], outbox_table: OutboxTable
 ) -> None:
-    outbox = write_outbox(outbox_table, 2, made_at=OLD)
-    other = write_outbox(outbox_table, 1, made_at=OLD, pk="ORDER#2")
+    outbox = write_outbox(outbox_table, 2, made_at=two_hours_ago())
+    other = write_outbox(outbox_table, 1, made_at=two_hours_ago(), pk="ORDER#2")
     quarantine(outbox_table, outbox.sk(0))
     data = ops("--json", "pending", "--pk", PK).json()
     assert [row["event_id"] for row in data["pending"]["items"]] == [outbox.ids[1]]
@@ -179,7 +184,7 @@ def test_pending_on_an_empty_table(ops: Callable[..., Run], outbox_table: Outbox
 
 
 def test_release_dry_run_writes_nothing(ops: Callable[..., Run], outbox_table: OutboxTable) -> None:
-    outbox = write_outbox(outbox_table, 1, made_at=OLD)
+    outbox = write_outbox(outbox_table, 1, made_at=two_hours_ago())
     quarantine(outbox_table, outbox.sk(0))
     before = item(outbox_table, outbox.sk(0))
 
@@ -193,7 +198,7 @@ def test_release_dry_run_writes_nothing(ops: Callable[..., Run], outbox_table: O
 def test_release_puts_the_item_back_in_the_pending_index(
     ops: Callable[..., Run], outbox_table: OutboxTable
 ) -> None:
-    outbox = write_outbox(outbox_table, 2, made_at=OLD)
+    outbox = write_outbox(outbox_table, 2, made_at=two_hours_ago())
     quarantine(outbox_table, outbox.sk(0))
     quarantine(outbox_table, outbox.sk(1))
 
@@ -221,7 +226,7 @@ def test_release_puts_the_item_back_in_the_pending_index(
 def test_release_all_then_rerun_is_a_noop(
     ops: Callable[..., Run], outbox_table: OutboxTable
 ) -> None:
-    outbox = write_outbox(outbox_table, 3, made_at=OLD)
+    outbox = write_outbox(outbox_table, 3, made_at=two_hours_ago())
     for index in range(3):
         quarantine(outbox_table, outbox.sk(index))
     assert ops("--json", "release", "--all").json()["released"] == outbox.ids
@@ -232,7 +237,7 @@ def test_release_all_then_rerun_is_a_noop(
 
 
 def test_release_with_pk_uses_no_scan(ops: Callable[..., Run], outbox_table: OutboxTable) -> None:
-    outbox = write_outbox(outbox_table, 1, made_at=OLD)
+    outbox = write_outbox(outbox_table, 1, made_at=two_hours_ago())
     quarantine(outbox_table, outbox.sk(0))
     real = boto3.client("dynamodb", region_name=REGION)
 
@@ -253,7 +258,7 @@ def test_release_with_pk_uses_no_scan(ops: Callable[..., Run], outbox_table: Out
 def test_release_publish_now(
     ops: Callable[..., Run], outbox_table: OutboxTable, event_bus: EventBus
 ) -> None:
-    outbox = write_outbox(outbox_table, 2, made_at=OLD)
+    outbox = write_outbox(outbox_table, 2, made_at=two_hours_ago())
     quarantine(outbox_table, outbox.sk(0))
     run = ops("release", "--event-id", outbox.ids[0], "--publish-now", "--bus-name", event_bus.name)
     assert run.code == 0, run
@@ -266,7 +271,7 @@ def test_release_publish_now(
 def test_release_publish_now_to_sns(
     ops: Callable[..., Run], outbox_table: OutboxTable, sns_topic: SnsTopic
 ) -> None:
-    outbox = write_outbox(outbox_table, 1, made_at=OLD)
+    outbox = write_outbox(outbox_table, 1, made_at=two_hours_ago())
     quarantine(outbox_table, outbox.sk(0))
     run = ops("release", "--all", "--publish-now", "--topic-arn", sns_topic.arn)
     assert run.code == 0, run
@@ -373,7 +378,7 @@ def send(url: str, body: str) -> None:
 def test_replay_failures_republishes_what_is_still_pending(
     ops: Callable[..., Run], outbox_table: OutboxTable, event_bus: EventBus, failure_queue: str
 ) -> None:
-    outbox = write_outbox(outbox_table, 5, made_at=OLD)
+    outbox = write_outbox(outbox_table, 5, made_at=two_hours_ago())
     stream = read_stream(outbox_table)
     # Item 0 was published meanwhile (gone), item 1 is quarantined, item 4 is
     # outside the failed batch's range.
@@ -410,7 +415,7 @@ def test_replay_failures_republishes_what_is_still_pending(
 def test_replay_failures_dry_run_changes_nothing(
     ops: Callable[..., Run], outbox_table: OutboxTable, event_bus: EventBus, failure_queue: str
 ) -> None:
-    outbox = write_outbox(outbox_table, 2, made_at=OLD)
+    outbox = write_outbox(outbox_table, 2, made_at=two_hours_ago())
     send(failure_queue, failure_body(read_stream(outbox_table), 0, 1))
 
     run = ops("--dry-run", "replay-failures", "--queue-url", failure_queue)
@@ -445,10 +450,10 @@ def trimmed_factory(service: str) -> Any:
 def test_replay_failures_falls_back_to_the_pending_index_when_trimmed(
     ops: Callable[..., Run], outbox_table: OutboxTable, event_bus: EventBus, failure_queue: str
 ) -> None:
-    old = write_outbox(outbox_table, 2, made_at=OLD)
+    old = write_outbox(outbox_table, 2, made_at=two_hours_ago())
     stream = read_stream(outbox_table)
-    far = write_outbox(outbox_table, 1, made_at=OLD - timedelta(hours=5), pk="ORDER#2")
-    send(failure_queue, failure_body(stream, 0, 1, arrival=OLD))
+    far = write_outbox(outbox_table, 1, made_at=two_hours_ago() - timedelta(hours=5), pk="ORDER#2")
+    send(failure_queue, failure_body(stream, 0, 1, arrival=two_hours_ago()))
 
     run = ops(
         "--json",
@@ -472,7 +477,7 @@ def test_replay_failures_falls_back_to_the_pending_index_when_trimmed(
 def test_replay_failures_says_when_records_are_gone_for_good(
     ops: Callable[..., Run], outbox_table: OutboxTable, event_bus: EventBus, failure_queue: str
 ) -> None:
-    write_outbox(outbox_table, 1, made_at=OLD)
+    write_outbox(outbox_table, 1, made_at=two_hours_ago())
     body = json.loads(failure_body(read_stream(outbox_table), 0, 0))
     del body["DDBStreamBatchInfo"]["approximateArrivalOfFirstRecord"]
     send(failure_queue, json.dumps(body))
@@ -494,7 +499,7 @@ def test_replay_failures_says_when_records_are_gone_for_good(
 def test_replay_failures_keeps_the_record_on_a_retryable_failure(
     ops: Callable[..., Run], outbox_table: OutboxTable, event_bus: EventBus, failure_queue: str
 ) -> None:
-    outbox = write_outbox(outbox_table, 2, made_at=OLD)
+    outbox = write_outbox(outbox_table, 2, made_at=two_hours_ago())
     send(failure_queue, failure_body(read_stream(outbox_table), 0, 1))
     events = RecordingEvents(
         boto3.client("events", region_name=REGION),
@@ -536,7 +541,7 @@ def test_replay_failures_leaves_records_it_does_not_understand(
 def test_replay_failures_access_denied_on_the_stream(
     ops: Callable[..., Run], outbox_table: OutboxTable, event_bus: EventBus, failure_queue: str
 ) -> None:
-    write_outbox(outbox_table, 1, made_at=OLD)
+    write_outbox(outbox_table, 1, made_at=two_hours_ago())
     stream = read_stream(outbox_table)
     send(failure_queue, failure_body(stream, 0, 0))
 
@@ -730,7 +735,7 @@ def test_missing_table(ops: Callable[..., Run], aws: None, monkeypatch: pytest.M
 def test_global_options_after_the_command(
     ops: Callable[..., Run], outbox_table: OutboxTable
 ) -> None:
-    write_outbox(outbox_table, 1, made_at=OLD)
+    write_outbox(outbox_table, 1, made_at=two_hours_ago())
     run = ops("pending", "--json", "--table", TABLE_NAME, table=False)
     assert run.code == 0, run
     assert run.json()["pending"]["count"] == 1

@@ -1,0 +1,486 @@
+"""The whole outbox on moto in-process, driven by the local runtime, with faults injected.
+
+One :class:`Pipeline` is one deployment as the module builds it, without
+Terraform: an outbox table (stream NEW_IMAGE, sparse ``outbox-pending`` index),
+the publisher's stream mapping with the module's defaults (TRIM_HORIZON, the
+INSERT + ``OUTBOX#`` filter, ReportBatchItemFailures, bisect, 10 retries,
+record age 86400 s, an on-failure queue), an EventBridge bus whose rule targets
+the consumer queue (DLQ, maxReceiveCount 5), and the reference consumer behind
+an SQS mapping (batch 10, ReportBatchItemFailures).
+
+Faults are injected only through what the public plain functions take: the
+events client behind :class:`EventBridgeSink`, the DynamoDB client given to
+:func:`publish_stream_batch` / :func:`sweep`, and the DynamoDB client given to
+the reference consumer's :func:`build_handler`. Nothing in ``lambda/`` changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import random
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from unittest import mock
+
+import boto3
+import jsonpath_ng.ext
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from dynamodb_outbox.consumer import OutboxConsumer
+from dynamodb_outbox.envelope import (
+    ATTR_PENDING_SHARD,
+    ATTR_STATUS,
+    OUTBOX_SK_PREFIX,
+    STATUS_QUARANTINED,
+)
+from dynamodb_outbox.local import (
+    LocalRuntime,
+    SqsMapping,
+    StreamMapping,
+    VirtualClock,
+    mapping_config,
+    stream_records_follow,
+)
+from dynamodb_outbox.publisher import EventBridgeSink, publish_stream_batch
+from dynamodb_outbox.reference_consumer import build_handler
+from dynamodb_outbox.sweeper import SweepResult, sweep
+
+REGION = "eu-west-1"
+TABLE = "orders"
+IDEMPOTENCY_TABLE = "orders-idempotency"
+PENDING_INDEX = "outbox-pending"
+BUS = "orders-bus"
+SOURCE = "app.orders"
+CONSUMER = "orders-consumer"
+FUNCTION_TIMEOUT_SECONDS = 3
+#: The module's default: 6 x the consumer function's timeout.
+CONSUMER_VISIBILITY_SECONDS = 6 * FUNCTION_TIMEOUT_SECONDS
+MAX_RECEIVE_COUNT = 5
+STREAM_MAX_RETRIES = 10
+STREAM_MAX_RECORD_AGE = 86_400
+OUTBOX_FILTER = {
+    "eventName": ["INSERT"],
+    "dynamodb": {"Keys": {"SK": {"S": [{"prefix": OUTBOX_SK_PREFIX}]}}},
+}
+SWEEPER_MIN_AGE_SECONDS = 300
+
+# ------------------------------------------------------------------------ faults
+
+#: Every fault the campaign can inject, by the name the summary prints.
+FAULT_KINDS = (
+    "put_events_raises",  # the call fails before anything is sent
+    "put_events_lost_reply",  # the events went out, the reply was lost (raises after)
+    "entry_throttled",  # per-entry ThrottlingException
+    "entry_internal_failure",  # per-entry InternalFailure
+    "entry_rejected",  # per-entry MalformedDetail: quarantined (a good event parked)
+    "bus_duplicate",  # the bus delivers an event twice to the queue
+    "quarantine_write_fails",  # UpdateItem of a poison item throttled
+    "batch_write_raises",  # BatchWriteItem (delete) raises
+    "batch_write_unprocessed",  # BatchWriteItem leaves every delete unprocessed
+    "publisher_crash",  # the process dies between PutEvents and the delete
+    "consumer_exception",  # the consumer's effect raises (per event, first k runs)
+    "sweeper_interleaved",  # a sweep (min age 0) runs between PutEvents and the delete
+)
+
+
+class PublisherCrash(Exception):
+    """The publisher's process dying between PutEvents and the delete."""
+
+
+class ConsumerBoom(RuntimeError):
+    """The consumer's function failing."""
+
+
+def _client_error(code: str, operation: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": f"injected {code}"}}, operation)
+
+
+@dataclass
+class FaultPlan:
+    """Per-kind rates (percent) and a seeded random source; counts what it fired."""
+
+    rates: Mapping[str, int]
+    rnd: random.Random
+    enabled: bool = True
+    fired: Counter[str] = field(default_factory=Counter)
+    #: consumer failures still to inject, per event id
+    consumer_failures: dict[str, int] = field(default_factory=dict)
+
+    def roll(self, kind: str) -> bool:
+        rate = self.rates.get(kind, 0)
+        if not self.enabled or rate <= 0 or self.rnd.randrange(100) >= rate:
+            return False
+        self.fired[kind] += 1
+        return True
+
+    @property
+    def total_fired(self) -> int:
+        return sum(self.fired.values())
+
+
+class FaultyEvents:
+    """An EventBridge client whose ``put_events`` misbehaves as the plan says."""
+
+    def __init__(
+        self, real: Any, plan: FaultPlan, after_send: Callable[[], None] | None = None
+    ) -> None:
+        self._real = real
+        self._plan = plan
+        self._after_send = after_send
+
+    def put_events(self, *, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        plan = self._plan
+        if plan.roll("put_events_raises"):
+            raise _client_error("InternalException", "PutEvents")
+        answers: list[dict[str, Any] | None] = []
+        to_send: list[dict[str, Any]] = []
+        duplicates: list[dict[str, Any]] = []
+        for entry in Entries:
+            if plan.roll("entry_throttled"):
+                answers.append({"ErrorCode": "ThrottlingException", "ErrorMessage": "injected"})
+            elif plan.roll("entry_internal_failure"):
+                answers.append({"ErrorCode": "InternalFailure", "ErrorMessage": "injected"})
+            elif plan.roll("entry_rejected"):
+                answers.append({"ErrorCode": "MalformedDetail", "ErrorMessage": "injected"})
+            else:
+                answers.append(None)
+                to_send.append(entry)
+                if plan.roll("bus_duplicate"):
+                    duplicates.append(entry)
+        sent: list[dict[str, Any]] = []
+        if to_send:
+            sent = list(self._real.put_events(Entries=to_send)["Entries"])
+        if duplicates:
+            self._real.put_events(Entries=duplicates)
+        if self._after_send is not None:
+            self._after_send()
+        if plan.roll("put_events_lost_reply"):
+            raise _client_error("InternalException", "PutEvents")
+        replies = iter(sent)
+        entries = [answer if answer is not None else next(replies) for answer in answers]
+        return {"FailedEntryCount": sum("ErrorCode" in e for e in entries), "Entries": entries}
+
+
+class FaultyTableClient:
+    """The publisher's and sweeper's DynamoDB client: writes fail as the plan says."""
+
+    def __init__(self, real: Any, plan: FaultPlan) -> None:
+        self._real = real
+        self._plan = plan
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def update_item(self, **kwargs: Any) -> Any:
+        if self._plan.roll("quarantine_write_fails"):
+            raise _client_error("ProvisionedThroughputExceededException", "UpdateItem")
+        return self._real.update_item(**kwargs)
+
+    def batch_write_item(self, **kwargs: Any) -> Any:
+        plan = self._plan
+        if plan.roll("publisher_crash"):
+            raise PublisherCrash("injected: the process died between PutEvents and the delete")
+        if plan.roll("batch_write_raises"):
+            raise _client_error("InternalServerError", "BatchWriteItem")
+        if plan.roll("batch_write_unprocessed"):
+            return {"UnprocessedItems": kwargs["RequestItems"]}
+        return self._real.batch_write_item(**kwargs)
+
+
+class FaultyLedgerClient:
+    """The reference consumer's ledger client: the effect raises for chosen events."""
+
+    def __init__(self, real: Any, plan: FaultPlan) -> None:
+        self._real = real
+        self._plan = plan
+        self.effects = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def update_item(self, **kwargs: Any) -> Any:
+        event_id = kwargs["ExpressionAttributeValues"][":event_id"]["S"]
+        left = self._plan.consumer_failures.get(event_id, 0)
+        if left > 0:  # a finite budget per event: it runs out by itself
+            self._plan.consumer_failures[event_id] = left - 1
+            self._plan.fired["consumer_exception"] += 1
+            raise ConsumerBoom(f"injected consumer failure for {event_id}")
+        self.effects += 1
+        return self._real.update_item(**kwargs)
+
+
+# ---------------------------------------------------------------------- the stack
+
+
+# moto (5.2.5) builds a fresh JSONPath parser, i.e. a yacc table, for every path of
+# its default input template on every event it delivers to a target: a quarter of
+# a PutEvents call. The parse is a pure function of the path, so it is memoised
+# for the campaign's speed only.
+_cached_jsonpath_parse = functools.lru_cache(maxsize=256)(jsonpath_ng.ext.parse)
+
+
+@contextmanager
+def aws_environment() -> Iterator[None]:
+    """Fake credentials, moto in-process, quiet Powertools; restored afterwards."""
+    env = {
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+    }
+    with mock.patch.dict(os.environ, env):
+        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+            os.environ.pop(name, None)
+        with mock_aws(), mock.patch("jsonpath_ng.ext.parse", _cached_jsonpath_parse):
+            yield
+
+
+_SESSION: boto3.Session | None = None
+
+
+def _session() -> boto3.Session:
+    global _SESSION
+    if _SESSION is None:
+        _SESSION = boto3.Session(region_name=REGION)
+    return _SESSION
+
+
+def _queue(sqs: Any, name: str, **attributes: str) -> tuple[str, str]:
+    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    return str(url), str(arn)
+
+
+def create_outbox_table(dynamodb: Any) -> str:
+    """The table as ``table.tf`` creates it; returns its stream ARN."""
+    description = dynamodb.create_table(
+        TableName=TABLE,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "PK", "AttributeType": "S"},
+            {"AttributeName": "SK", "AttributeType": "S"},
+            {"AttributeName": ATTR_PENDING_SHARD, "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": "PK", "KeyType": "HASH"},
+            {"AttributeName": "SK", "KeyType": "RANGE"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": PENDING_INDEX,
+                "KeySchema": [
+                    {"AttributeName": ATTR_PENDING_SHARD, "KeyType": "HASH"},
+                    {"AttributeName": "SK", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    )["TableDescription"]
+    return str(description["LatestStreamArn"])
+
+
+class Pipeline:
+    """One deployment on moto; build it inside :func:`aws_environment` and a clock patch."""
+
+    def __init__(self, clock: VirtualClock, plan: FaultPlan, *, stream_batch_size: int) -> None:
+        session = _session()
+        self.clock = clock
+        self.plan = plan
+        self.dynamodb = session.client("dynamodb")
+        self.sqs = session.client("sqs")
+        self.events = session.client("events")
+        self.streams = session.client("dynamodbstreams")
+
+        self.stream_arn = create_outbox_table(self.dynamodb)
+        self.dynamodb.create_table(
+            TableName=IDEMPOTENCY_TABLE,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        )
+        self.on_failure_url, on_failure_arn = _queue(self.sqs, "publisher-on-failure")
+        self.dlq_url, dlq_arn = _queue(self.sqs, f"{CONSUMER}-dlq")
+        self.queue_url, queue_arn = _queue(
+            self.sqs,
+            CONSUMER,
+            VisibilityTimeout=str(CONSUMER_VISIBILITY_SECONDS),
+            RedrivePolicy=json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}
+            ),
+        )
+        self.events.create_event_bus(Name=BUS)
+        self.events.put_rule(
+            Name=CONSUMER, EventBusName=BUS, EventPattern=json.dumps({"source": [SOURCE]})
+        )
+        self.events.put_targets(
+            Rule=CONSUMER, EventBusName=BUS, Targets=[{"Id": CONSUMER, "Arn": queue_arn}]
+        )
+
+        self.table_client = FaultyTableClient(self.dynamodb, plan)
+        self.sink = EventBridgeSink(FaultyEvents(self.events, plan, self._interleave), BUS)
+        self._sweeping = False
+        #: per stream invocation, in order: did the plan fire a fault during it?
+        self.stream_invocation_faulted: list[bool] = []
+        self.sweeps: list[SweepResult] = []
+        self.sweeper_crashes = 0
+
+        self.publisher = StreamMapping(
+            mapping_config(
+                self.stream_arn,
+                batch_size=stream_batch_size,
+                filter_patterns=[OUTBOX_FILTER],
+                report_batch_item_failures=True,
+                bisect_batch_on_function_error=True,
+                maximum_retry_attempts=STREAM_MAX_RETRIES,
+                maximum_record_age_seconds=STREAM_MAX_RECORD_AGE,
+                on_failure_destination=on_failure_arn,
+            ),
+            self._publisher_handler,
+            streams_client=self.streams,
+            sqs_client=self.sqs,
+            clock=clock,
+        )
+        self.ledger_client = FaultyLedgerClient(self.dynamodb, plan)
+        consumer = OutboxConsumer(
+            persistence_store=DynamoDBPersistenceLayer(
+                table_name=IDEMPOTENCY_TABLE, boto3_client=self.dynamodb
+            ),
+            name=CONSUMER,
+            logger=Logger(service=CONSUMER, level="CRITICAL"),
+        )
+        self.consumer = SqsMapping(
+            mapping_config(queue_arn, batch_size=10, report_batch_item_failures=True),
+            build_handler(consumer, self.ledger_client, IDEMPOTENCY_TABLE),
+            sqs_client=self.sqs,
+            clock=clock,
+            function_timeout_seconds=FUNCTION_TIMEOUT_SECONDS,
+        )
+        self.runtime = LocalRuntime(clock)
+        self.runtime.add(self.publisher)
+        self.runtime.add(self.consumer)
+
+    # -- the functions
+
+    def _publisher_handler(self, event: dict[str, Any], context: Any) -> Any:
+        before = self.plan.total_fired
+        try:
+            result = publish_stream_batch(
+                event["Records"],
+                sink=self.sink,
+                table_name=TABLE,
+                dynamodb_client=self.table_client,
+                sleep=lambda _seconds: None,
+                clock=self.clock.now_datetime,
+            )
+        finally:
+            self.stream_invocation_faulted.append(self.plan.total_fired > before)
+        return result.response()
+
+    def _interleave(self) -> None:
+        """Maybe run a whole sweep inside a publisher's call, after PutEvents sent."""
+        if not self._sweeping and self.plan.roll("sweeper_interleaved"):
+            self.run_sweeper(min_age_seconds=0)
+
+    def run_sweeper(self, *, min_age_seconds: int = SWEEPER_MIN_AGE_SECONDS) -> None:
+        self._sweeping = True
+        try:
+            self.sweeps.append(
+                sweep(
+                    sink=self.sink,
+                    table_name=TABLE,
+                    dynamodb_client=self.table_client,
+                    index_name=PENDING_INDEX,
+                    min_age_seconds=min_age_seconds,
+                    sleep=lambda _seconds: None,
+                    clock=self.clock.now_datetime,
+                )
+            )
+        except PublisherCrash:
+            self.sweeper_crashes += 1  # the next scheduled run picks everything up
+        finally:
+            self._sweeping = False
+
+    def drain(self) -> None:
+        """Until nothing moves: the publisher first, then the consumer (fewer idle polls)."""
+        self.publisher.drain(max_invocations=20_000)
+        self.consumer.drain(max_invocations=20_000)
+        self.runtime.drain(max_invocations=20_000)
+
+    # -- observation
+
+    def outbox_items(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for page in self.dynamodb.get_paginator("scan").paginate(
+            TableName=TABLE, ConsistentRead=True
+        ):
+            items.extend(i for i in page["Items"] if i["SK"]["S"].startswith(OUTBOX_SK_PREFIX))
+        return items
+
+    def unquarantined_sort_keys(self) -> set[str]:
+        """Outbox items still pending: not marked quarantined, or still in the pending index."""
+        return {
+            item["SK"]["S"]
+            for item in self.outbox_items()
+            if ATTR_PENDING_SHARD in item
+            or item.get(ATTR_STATUS, {}).get("S") != STATUS_QUARANTINED
+        }
+
+    def quarantined_sort_keys(self) -> set[str]:
+        return {
+            item["SK"]["S"]
+            for item in self.outbox_items()
+            if item.get(ATTR_STATUS, {}).get("S") == STATUS_QUARANTINED
+            and ATTR_PENDING_SHARD not in item
+        }
+
+    def ledger(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for page in self.dynamodb.get_paginator("scan").paginate(
+            TableName=IDEMPOTENCY_TABLE, ConsistentRead=True
+        ):
+            for item in page["Items"]:
+                if item["id"]["S"].startswith("ledger#"):
+                    counts[item["event_id"]["S"]] = int(item["times_processed"]["N"])
+        return counts
+
+    def take_all(self, url: str) -> list[str]:
+        """Every body in a queue, received and held (call it only at the end of a run)."""
+        bodies: list[str] = []
+        while True:
+            messages = self.sqs.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=43_200
+            ).get("Messages", [])
+            if not messages:
+                return bodies
+            bodies.extend(message["Body"] for message in messages)
+
+    def queue_depth(self, url: str) -> int:
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessages"]) + int(
+            attributes["ApproximateNumberOfMessagesNotVisible"]
+        )
+
+
+@contextmanager
+def pipeline(plan: FaultPlan, *, stream_batch_size: int) -> Iterator[Pipeline]:
+    """A fresh deployment on a fresh moto and a virtual clock that stream records follow."""
+    with aws_environment():
+        clock = VirtualClock()
+        with stream_records_follow(clock):
+            yield Pipeline(clock, plan, stream_batch_size=stream_batch_size)
