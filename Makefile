@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TF_CLI_CONFIG := .tfcli/terraformrc
 
-.PHONY: help venv package package-check lint fmt-check tf-config test test-python test-terraform clean
+.PHONY: help venv checkov-venv package package-check lint fmt-check validate tf-config test test-python test-terraform e2e clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -23,6 +23,18 @@ $(STAMP): requirements-dev.txt lambda/pyproject.toml
 
 venv: $(STAMP) ## create .venv with the pinned dependencies
 
+# checkov pins boto3/botocore/networkx/packaging below requirements-dev.txt's,
+# so it gets a venv of its own; tests/security/test_checkov.py runs it.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+
+$(CHECKOV_STAMP): requirements-checkov.txt
+	$(PYTHON_BOOT) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $(CHECKOV_STAMP)
+
+checkov-venv: $(CHECKOV_STAMP) ## create .venv-checkov with the pinned checkov (tests/security)
+
 package: $(STAMP) ## rebuild the reproducible Lambda zip and layer zip in package/
 	$(PY) scripts/build_package.py
 
@@ -30,12 +42,15 @@ package-check: $(STAMP) ## fail when a committed zip (function, layer) differs f
 	$(PY) scripts/build_package.py --check
 
 lint: $(STAMP) ## ruff and mypy --strict on lambda/
-	$(VENV)/bin/ruff check lambda tests scripts demo benchmarks
-	$(VENV)/bin/ruff format --check lambda tests scripts demo benchmarks
+	$(VENV)/bin/ruff check lambda tests scripts demo benchmarks examples
+	$(VENV)/bin/ruff format --check lambda tests scripts demo benchmarks examples
 	cd lambda && ../$(VENV)/bin/mypy --strict dynamodb_outbox
 
 fmt-check: ## terraform fmt -check -recursive
 	terraform fmt -check -recursive
+
+validate: $(STAMP) ## terraform init + validate of the module, every examples/* and tests/e2e/stack (offline mirror)
+	$(PY) -m pytest -q tests/terraform/test_terraform_static.py -k "validates or every_example"
 
 tf-config: $(STAMP) ## write a Terraform CLI config that uses the local provider mirror
 	$(PY) scripts/tf_cli_config.py $(TF_CLI_CONFIG)
@@ -46,11 +61,14 @@ test-python: $(STAMP) ## unit and functional tests (moto in-process)
 test-terraform: $(STAMP) ## validate, terraform test (mock provider) and an apply on a moto server
 	$(PY) -m pytest tests/terraform
 
-test: package-check lint fmt-check $(STAMP) ## the whole suite (what CI runs)
+e2e: $(STAMP) ## REAL AWS (billable): apply tests/e2e/stack, an order and a poison message through it, destroy; needs OUTBOX_E2E=1 and credentials
+	$(PY) -m pytest tests/e2e -m e2e -v
+
+test: package-check lint fmt-check $(STAMP) $(CHECKOV_STAMP) ## the whole suite (what CI runs)
 	$(PY) -m pytest
 
 clean: ## remove the venv and Terraform working files
-	rm -rf $(VENV) .tfcli .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) .tfcli .pytest_cache .mypy_cache .ruff_cache
 	find . -name .terraform -type d -prune -exec rm -rf {} +
 
 .PHONY: demo

@@ -8,6 +8,10 @@ resource "aws_cloudwatch_event_bus" "this" {
 
   name = local.event_bus_name
 
+  # Events on the bus are encrypted with the module's key when given, with an AWS
+  # owned key otherwise (hashicorp/aws >= 5.61, see versions.tf).
+  kms_key_identifier = var.kms_key_arn
+
   tags = local.tags
 }
 

@@ -3,6 +3,7 @@
 ################################################################################
 
 resource "aws_dynamodb_table" "this" {
+  #checkov:skip=CKV2_AWS_16: capacity is the caller's: PAY_PER_REQUEST by default; with PROVISIONED, Application Auto Scaling targets belong with the caller's capacity planning
   count = var.table.create ? 1 : 0
 
   name           = local.table_name

@@ -37,20 +37,22 @@ variable "tags" {
 variable "kms_key_arn" {
   description = <<-EOT
     ARN of a customer managed KMS key that encrypts the table, the idempotency table,
-    every queue (on-failure, consumer queues and DLQs), the SNS topic and the functions'
-    log groups. null (default) uses AWS managed encryption: the `aws/dynamodb` key for the
-    tables, SSE-SQS for the queues, `alias/aws/sns` for the topic, CloudWatch Logs' own
-    encryption for the log groups. The module does not own the key: its key policy must
-    let these services use it (see docs/consumers.md for a statement to copy):
+    every queue (on-failure, consumer queues and DLQs), the event bus or the SNS topic, the
+    functions' log groups and the functions' environment variables. null (default) uses AWS
+    managed encryption: the `aws/dynamodb` key for the tables, SSE-SQS for the queues, an
+    AWS owned key for the bus, `alias/aws/sns` for the topic, CloudWatch Logs' own
+    encryption for the log groups, `aws/lambda` for the environments. The module does not
+    own the key: its key policy must let these services use it (docs/kms.md lists them):
     - CloudWatch Logs (`logs.<region>.amazonaws.com`): the log groups;
-    - with consumers and publish_to = "eventbridge": `events.amazonaws.com` needs
-      `kms:GenerateDataKey` and `kms:Decrypt`, or EventBridge cannot send to the
-      encrypted queues and every event ends up undelivered (the AWS managed `aws/sqs` key
-      cannot be used by EventBridge at all, which is why the default is SSE-SQS);
+    - with publish_to = "eventbridge": `events.amazonaws.com` needs `kms:DescribeKey`,
+      `kms:GenerateDataKey` and `kms:Decrypt` for the bus, and the last two or EventBridge
+      cannot send to the encrypted queues and every event ends up undelivered (the AWS
+      managed `aws/sqs` key cannot be used by EventBridge at all, which is why the default
+      is SSE-SQS);
     - with publish_to = "sns": `sns.amazonaws.com` needs the same two actions to deliver
       to the encrypted queues.
-    The publisher role is granted `kms:Decrypt` and `kms:GenerateDataKey` on the key, the
-    consumer roles `kms:Decrypt`.
+    The publisher and sweeper roles are granted `kms:Decrypt` and `kms:GenerateDataKey` on
+    the key, the consumer roles `kms:Decrypt`.
   EOT
   type        = string
   default     = null

@@ -17,10 +17,13 @@ locals {
 }
 
 ################################################################################
-# Customer managed key for the table, the on-failure queue and the log group
+# Customer managed key for everything the module creates (see docs/kms.md)
 ################################################################################
 
 data "aws_iam_policy_document" "kms" {
+  #checkov:skip=CKV_AWS_109: a key policy: "kms:*" for the account root delegates the key to the account's IAM policies, the default key policy AWS documents
+  #checkov:skip=CKV_AWS_111: a key policy: "*" as the resource means this key only; the service statements are limited to their services and log groups
+  #checkov:skip=CKV_AWS_356: a key policy: "*" as the resource means this key only, and a key policy cannot name the key it is attached to
   # Key administration and use stay with the account's IAM policies.
   statement {
     sid       = "AccountAdministersKey"
@@ -57,13 +60,14 @@ data "aws_iam_policy_document" "kms" {
     }
   }
 
-  # EventBridge writes to the consumer queues and DLQs, which the key encrypts:
-  # without this statement every delivery fails (the module cannot add it, it
-  # does not own the key). With publish_to = "sns" the principal is
-  # sns.amazonaws.com.
+  # EventBridge encrypts the events on the bus (DescribeKey checks the key when
+  # the bus is created) and writes to the consumer queues and DLQs, which the
+  # key encrypts: without this statement every delivery fails (the module cannot
+  # add it, it does not own the key).
   statement {
-    sid = "EventBridgeSendsToEncryptedQueues"
+    sid = "EventBridgeUsesKey"
     actions = [
+      "kms:DescribeKey",
       "kms:GenerateDataKey",
       "kms:Decrypt",
     ]
@@ -74,10 +78,31 @@ data "aws_iam_policy_document" "kms" {
       identifiers = ["events.amazonaws.com"]
     }
   }
+
+  # With publish_to = "sns": the topic is encrypted with the key and SNS
+  # delivers to the encrypted consumer queues.
+  statement {
+    sid = "SNSUsesKey"
+    actions = [
+      "kms:GenerateDataKey",
+      "kms:Decrypt",
+    ]
+    resources = ["*"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["sns.amazonaws.com"]
+    }
+  }
+
+  # DynamoDB (both tables), SQS (the queues), Lambda (environment variables)
+  # use the key on behalf of the callers through the account statement above:
+  # the deploying role and the function roles (which the module grants the
+  # key) need no statement here.
 }
 
 resource "aws_kms_key" "outbox" {
-  description         = "Encrypts the ${local.name} table, queue and logs."
+  description         = "Encrypts the ${local.name} tables, queues, bus, topic, logs and function environments."
   enable_key_rotation = true
   policy              = data.aws_iam_policy_document.kms.json
 

@@ -16,12 +16,16 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
+from pytest_terraform import terraform  # noqa: F401 (called through exec below)
+from pytest_terraform import tf as pytest_terraform_tf
 
-from tests.terraform.tfhelpers import REPO_ROOT
+from tests.terraform.tfhelpers import EXAMPLES_DIR, REPO_ROOT
 
 TF_CLI_CONFIG_SCRIPT = REPO_ROOT / "scripts" / "tf_cli_config.py"
 # moto's server, taught to return SQS RedriveAllowPolicy (see the script).
@@ -124,3 +128,85 @@ def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+
+################################################################################
+# examples/local applied to the moto server, once per session: shared by
+# test_apply_local.py and test_iam_least_privilege.py.
+################################################################################
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Registers a session-scoped fixture named "local_example" that applies
+    <module dir>/local once; ``local_stack`` requests it after moto is up.
+
+    pytest-terraform resolves its settings in its own pytest_configure, and this
+    conftest may be imported before that (when pytest is given a path under
+    tests/terraform), so the call waits for configure. ``terraform()`` adds the
+    fixture to the namespace it is called from: this module's, which pytest reads
+    for fixtures when the session starts.
+    """
+    exec('terraform("local", scope="session", name="local_example")', globals())
+
+
+_STACK_ENV = ("TF_CLI_CONFIG_FILE", "TF_VAR_endpoint_url", "TF_INPUT", "CHECKPOINT_DISABLE")
+
+
+@pytest.fixture(scope="session")
+def local_stack_env(terraform_bin: str, tf_cli_config: Path, moto_server: str) -> Iterator[None]:
+    """What pytest-terraform's terraform runs need, for as long as the stack lives.
+
+    pytest-terraform runs terraform with ``os.environ``; it destroys the stack in
+    its own finalizer, which runs before this fixture's teardown.
+    """
+    saved_env = {key: os.environ.get(key) for key in _STACK_ENV}
+    saved_module_dir = pytest_terraform_tf.LazyModuleDir.value
+    os.environ.update(
+        {
+            "TF_CLI_CONFIG_FILE": str(tf_cli_config),
+            "TF_VAR_endpoint_url": moto_server,
+            "TF_INPUT": "0",
+            "CHECKPOINT_DISABLE": "1",
+        }
+    )
+    if not saved_module_dir:
+        pytest_terraform_tf.LazyModuleDir.value = str(EXAMPLES_DIR)
+    try:
+        yield
+    finally:
+        pytest_terraform_tf.LazyModuleDir.value = saved_module_dir
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def local_stack(local_stack_env: None, request: pytest.FixtureRequest) -> Any:
+    """examples/local applied to the session's moto server (pytest-terraform state API)."""
+    stack = request.getfixturevalue("local_example")
+    # pytest-terraform records the resources next to the module; this repo keeps
+    # no recordings (replay mode is not used), so do not leave one in examples/.
+    (EXAMPLES_DIR / "local" / "tf_resources.json").unlink(missing_ok=True)
+    return stack
+
+
+@pytest.fixture(scope="session")
+def outputs(local_stack: Any) -> dict[str, Any]:
+    return {name: output["value"] for name, output in local_stack.outputs.items()}
+
+
+@pytest.fixture(scope="session")
+def aws_client(moto_server: str, outputs: dict[str, Any]) -> Callable[[str], Any]:
+    def client(service: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=moto_server,
+            region_name=outputs["region"],
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+        )
+
+    return client

@@ -261,7 +261,7 @@ run "publisher_iam_is_scoped_to_exact_arns" {
   assert {
     condition = { for s in data.aws_iam_policy_document.publisher.statement : s.sid => s.actions } == {
       ReadOutboxStream       = toset(["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"])
-      SettleOutboxItems      = toset(["dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:UpdateItem"])
+      SettleOutboxItems      = toset(["dynamodb:BatchWriteItem", "dynamodb:UpdateItem"])
       PublishEvents          = toset(["events:PutEvents"])
       SendFailedBatchRecords = toset(["sqs:SendMessage"])
       WriteOwnLogs           = toset(["logs:CreateLogStream", "logs:PutLogEvents"])

@@ -14,14 +14,11 @@ import base64
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from pytest_terraform import terraform
-from pytest_terraform import tf as pytest_terraform_tf
 
 from dynamodb_outbox.consumer import parse_body
 from dynamodb_outbox.envelope import Envelope
@@ -29,75 +26,11 @@ from tests.terraform.tfhelpers import EXAMPLES_DIR, describe, run_terraform
 
 pytestmark = [pytest.mark.terraform, pytest.mark.apply]
 
-# Registers a session-scoped fixture named "local_example" that applies
-# <module dir>/local once; ``local_stack`` requests it after moto is up.
-terraform("local", scope="session", name="local_example")
-
 OUTBOX_FILTER = {
     "eventName": ["INSERT"],
     "dynamodb": {"Keys": {"SK": {"S": [{"prefix": "OUTBOX#"}]}}},
 }
 FOURTEEN_DAYS_SECONDS = 14 * 24 * 3600
-_STACK_ENV = ("TF_CLI_CONFIG_FILE", "TF_VAR_endpoint_url", "TF_INPUT", "CHECKPOINT_DISABLE")
-
-
-@pytest.fixture(scope="session")
-def local_stack_env(terraform_bin: str, tf_cli_config: Path, moto_server: str) -> Iterator[None]:
-    """What pytest-terraform's terraform runs need, for as long as the stack lives.
-
-    pytest-terraform runs terraform with ``os.environ``; it destroys the stack in
-    its own finalizer, which runs before this fixture's teardown.
-    """
-    saved_env = {key: os.environ.get(key) for key in _STACK_ENV}
-    saved_module_dir = pytest_terraform_tf.LazyModuleDir.value
-    os.environ.update(
-        {
-            "TF_CLI_CONFIG_FILE": str(tf_cli_config),
-            "TF_VAR_endpoint_url": moto_server,
-            "TF_INPUT": "0",
-            "CHECKPOINT_DISABLE": "1",
-        }
-    )
-    if not saved_module_dir:
-        pytest_terraform_tf.LazyModuleDir.value = str(EXAMPLES_DIR)
-    try:
-        yield
-    finally:
-        pytest_terraform_tf.LazyModuleDir.value = saved_module_dir
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-@pytest.fixture(scope="session")
-def local_stack(local_stack_env: None, request: pytest.FixtureRequest) -> Any:
-    """examples/local applied to the session's moto server (pytest-terraform state API)."""
-    stack = request.getfixturevalue("local_example")
-    # pytest-terraform records the resources next to the module; this repo keeps
-    # no recordings (replay mode is not used), so do not leave one in examples/.
-    (EXAMPLES_DIR / "local" / "tf_resources.json").unlink(missing_ok=True)
-    return stack
-
-
-@pytest.fixture(scope="session")
-def outputs(local_stack: Any) -> dict[str, Any]:
-    return {name: output["value"] for name, output in local_stack.outputs.items()}
-
-
-@pytest.fixture(scope="session")
-def aws_client(moto_server: str, outputs: dict[str, Any]) -> Callable[[str], Any]:
-    def client(service: str) -> Any:
-        return boto3.client(
-            service,
-            endpoint_url=moto_server,
-            region_name=outputs["region"],
-            aws_access_key_id="test",
-            aws_secret_access_key="test",
-        )
-
-    return client
 
 
 def test_table_has_a_new_image_stream_pitr_and_encryption(

@@ -10,11 +10,26 @@ from pathlib import Path
 
 import pytest
 
-from tests.terraform.tfhelpers import REPO_ROOT, describe, run_terraform
+from tests.terraform.tfhelpers import EXAMPLES_DIR, REPO_ROOT, describe, run_terraform
 
 pytestmark = pytest.mark.terraform
 
-ROOT_MODULES = [".", "examples/complete", "examples/local"]
+# The module and every example: a new folder under examples/ holding *.tf files
+# is validated without being listed here.
+ROOT_MODULES = [
+    ".",
+    *sorted(
+        f"examples/{path.name}"
+        for path in EXAMPLES_DIR.iterdir()
+        if path.is_dir() and any(path.glob("*.tf"))
+    ),
+    "tests/e2e/stack",
+]
+
+
+def test_every_example_is_validated() -> None:
+    """Guards the enumeration above against silently finding nothing."""
+    assert {"examples/complete", "examples/local"} <= set(ROOT_MODULES), ROOT_MODULES
 
 
 def test_terraform_files_are_formatted(tf_env: dict[str, str]) -> None:
