@@ -35,6 +35,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -744,6 +745,7 @@ class _Publication:
         delete_retries: int,
         should_continue: Callable[[], bool] | None,
         result: PublishResult,
+        overlap_deletes: bool = True,
     ) -> None:
         self.sink = sink
         self.table_name = table_name
@@ -753,24 +755,53 @@ class _Publication:
         self.delete_retries = delete_retries
         self.should_continue = should_continue
         self.result = result
+        self.overlap_deletes = overlap_deletes
         self.published: list[_Publish] = []
+        self._to_delete: dict[str, AttributeMap] = {}
+        self._queued = 0  # published plans already added to _to_delete
+        self._submitted = 0  # keys of _to_delete already handed to the deleter
+        self._deletes: list[Future[None]] = []
 
     def run(self, candidates: Sequence[OutboxCandidate]) -> _Plan | None:
         plans = [_plan(candidate, self.sink) for candidate in candidates]
         failure: _Plan | None = None
-        for group in _groups(plans, self.sink):
-            if self.should_continue is not None and not self.should_continue():
-                self.result.stopped_at_position = group[0].candidate.position
-                logger.info(
-                    "stopping before the end of the input; the rest stays pending",
-                    extra={"position": group[0].candidate.position},
-                )
-                break
-            failure = self._process(group)
-            if failure is not None:
-                break
-        self._delete_published()
+        # One worker deletes full chunks of published items while the next call to
+        # the sink goes out: both are network-bound and independent (an item is
+        # only ever deleted after its own publication succeeded), which cuts the
+        # invocation's wall time without changing any failure rule.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-delete") as deleter:
+            for group in _groups(plans, self.sink):
+                if self.should_continue is not None and not self.should_continue():
+                    self.result.stopped_at_position = group[0].candidate.position
+                    logger.info(
+                        "stopping before the end of the input; the rest stays pending",
+                        extra={"position": group[0].candidate.position},
+                    )
+                    break
+                failure = self._process(group)
+                if self.overlap_deletes:
+                    self._queue_deletes(deleter, final=False)
+                if failure is not None:
+                    break
+            self._queue_deletes(deleter, final=True)
+            for future in self._deletes:
+                future.result()  # a crash in a delete still fails the invocation
+        self.result.published += len(self.published)
         return failure
+
+    def _queue_deletes(self, deleter: ThreadPoolExecutor, *, final: bool) -> None:
+        for plan in self.published[self._queued :]:
+            self._to_delete.setdefault(
+                json.dumps(plan.candidate.key, sort_keys=True), plan.candidate.key
+            )
+        self._queued = len(self.published)
+        keys = list(self._to_delete.values())
+        submitted = self._submitted
+        while len(keys) - submitted >= BATCH_WRITE_MAX_ITEMS or (final and submitted < len(keys)):
+            chunk = keys[submitted : submitted + BATCH_WRITE_MAX_ITEMS]
+            self._deletes.append(deleter.submit(self._delete_chunk, chunk))
+            submitted += len(chunk)
+        self._submitted = submitted
 
     def _process(self, group: list[_Plan]) -> _Plan | None:
         # Quarantine first: it is idempotent, so doing it for a record past a later
@@ -877,15 +908,6 @@ class _Publication:
         logger.warning("event quarantined", extra=log_fields)
         return True
 
-    def _delete_published(self) -> None:
-        unique: dict[str, AttributeMap] = {}
-        for plan in self.published:
-            unique.setdefault(json.dumps(plan.candidate.key, sort_keys=True), plan.candidate.key)
-        self.result.published += len(self.published)
-        keys = list(unique.values())
-        for start in range(0, len(keys), BATCH_WRITE_MAX_ITEMS):
-            self._delete_chunk(keys[start : start + BATCH_WRITE_MAX_ITEMS])
-
     def _delete_chunk(self, keys: list[AttributeMap]) -> None:
         pending: list[dict[str, Any]] = [{"DeleteRequest": {"Key": key}} for key in keys]
         retries = 0
@@ -932,6 +954,7 @@ def publish_outbox_items(
     delete_retries: int = DEFAULT_DELETE_RETRIES,
     should_continue: Callable[[], bool] | None = None,
     result: PublishResult | None = None,
+    overlap_deletes: bool = True,
 ) -> PublishResult:
     """Publish outbox items in the order given; quarantine poison; delete what was published.
 
@@ -945,7 +968,9 @@ def publish_outbox_items(
     ``should_continue`` is asked before each call to the sink (the sweeper's
     deadline); when it says no, the run stops there without a failure and
     ``stopped_at_position`` says where. Counts are added to ``result`` when one
-    is given.
+    is given. With ``overlap_deletes`` (the default) each full chunk of deletes runs
+    on a background thread while the next call to the sink goes out; without it,
+    every delete waits until the last send (the benchmark's comparison).
     """
     result = result if result is not None else PublishResult()
     publication = _Publication(
@@ -957,6 +982,7 @@ def publish_outbox_items(
         delete_retries=delete_retries,
         should_continue=should_continue,
         result=result,
+        overlap_deletes=overlap_deletes,
     )
     failure = publication.run(candidates)
     if failure is not None:
@@ -974,6 +1000,7 @@ def publish_stream_batch(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], datetime] = _utc_now,
     delete_retries: int = DEFAULT_DELETE_RETRIES,
+    overlap_deletes: bool = True,
 ) -> PublishResult:
     """Publish one stream batch in order, quarantine poison, delete what was published.
 
@@ -1006,6 +1033,7 @@ def publish_stream_batch(
         clock=clock,
         delete_retries=delete_retries,
         result=result,
+        overlap_deletes=overlap_deletes,
     )
     if result.failure_position is not None:
         if result.failure_checkpoint is None:
