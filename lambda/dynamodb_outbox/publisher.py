@@ -30,6 +30,7 @@ first failure into a sequence-number checkpoint.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import re
@@ -799,7 +800,10 @@ class _Publication:
         submitted = self._submitted
         while len(keys) - submitted >= BATCH_WRITE_MAX_ITEMS or (final and submitted < len(keys)):
             chunk = keys[submitted : submitted + BATCH_WRITE_MAX_ITEMS]
-            self._deletes.append(deleter.submit(self._delete_chunk, chunk))
+            # The worker runs in a copy of the caller's context, so context-bound
+            # state (log keys, tracing, a test harness's attribution) follows it.
+            context = contextvars.copy_context()
+            self._deletes.append(deleter.submit(context.run, self._delete_chunk, chunk))
             submitted += len(chunk)
         self._submitted = submitted
 
