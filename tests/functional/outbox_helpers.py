@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from ulid import ULID
 
 from dynamodb_outbox.envelope import ATTR_PENDING_SHARD, Envelope, outbox_item
+from dynamodb_outbox.publisher import put_events_entry_size
 from tests.factories import REGION, make_envelope, outbox_stream_record, sequence_numbers
 
 if TYPE_CHECKING:
@@ -194,6 +195,22 @@ class RecordingEvents:
 
     def sent_ids(self) -> list[list[str]]:
         return [[events_event_id(entry) for entry in call] for call in self.calls]
+
+    def request_sizes(self) -> list[int]:
+        """Each call's request size by AWS's PutEvents entry-size formula."""
+        return [
+            sum(
+                put_events_entry_size(
+                    source=e["Source"],
+                    detail_type=e["DetailType"],
+                    detail=e["Detail"],
+                    resources=e.get("Resources", ()),
+                    has_time="Time" in e,
+                )
+                for e in call
+            )
+            for call in self.calls
+        ]
 
 
 def events_event_id(entry: dict[str, Any]) -> str:

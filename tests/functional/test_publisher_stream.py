@@ -31,7 +31,6 @@ from dynamodb_outbox.publisher import (
     MissingSequenceNumber,
     PublishResult,
     publish_stream_batch,
-    put_events_entry_size,
 )
 from tests.factories import (
     REGION,
@@ -41,6 +40,7 @@ from tests.factories import (
     stream_event,
     stream_record,
 )
+from tests.functional.outbox_helpers import RecordingEvents
 
 if TYPE_CHECKING:
     from tests.functional.conftest import EventBus, OutboxTable
@@ -54,63 +54,6 @@ FIXED_NOW_ISO = "2026-01-02T03:04:05.678Z"
 
 def _client_error(code: str, operation: str) -> ClientError:
     return ClientError({"Error": {"Code": code, "Message": f"injected {code}"}}, operation)
-
-
-class RecordingEvents:
-    """Forwards PutEvents to moto, except entries (by event id) or calls told to fail."""
-
-    def __init__(
-        self,
-        real: Any,
-        *,
-        entry_errors: dict[str, str] | None = None,
-        raise_on_calls: dict[int, Exception] | None = None,
-    ) -> None:
-        self.real = real
-        self.entry_errors = entry_errors or {}
-        self.raise_on_calls = raise_on_calls or {}
-        self.calls: list[list[dict[str, Any]]] = []
-
-    def put_events(self, **kwargs: Any) -> dict[str, Any]:
-        entries = list(kwargs["Entries"])
-        call = len(self.calls)
-        self.calls.append(entries)
-        if call in self.raise_on_calls:
-            raise self.raise_on_calls[call]
-        forwarded = [e for e in entries if _event_id(e) not in self.entry_errors]
-        real_results = iter(self.real.put_events(Entries=forwarded)["Entries"] if forwarded else [])
-        results: list[dict[str, Any]] = []
-        for entry in entries:
-            code = self.entry_errors.get(_event_id(entry))
-            if code is None:
-                results.append(next(real_results))
-            else:
-                results.append({"ErrorCode": code, "ErrorMessage": f"injected {code}"})
-        failed = sum(1 for r in results if "ErrorCode" in r)
-        return {"FailedEntryCount": failed, "Entries": results}
-
-    def sent_ids(self) -> list[list[str]]:
-        return [[_event_id(entry) for entry in call] for call in self.calls]
-
-    def request_sizes(self) -> list[int]:
-        return [
-            sum(
-                put_events_entry_size(
-                    source=e["Source"],
-                    detail_type=e["DetailType"],
-                    detail=e["Detail"],
-                    resources=e.get("Resources", ()),
-                    has_time="Time" in e,
-                )
-                for e in call
-            )
-            for call in self.calls
-        ]
-
-
-def _event_id(entry: dict[str, Any]) -> str:
-    event_id: str = json.loads(entry["Detail"])["id"]
-    return event_id
 
 
 class FaultyDynamoDB:
