@@ -8,8 +8,8 @@ committed, lets Terraform's ``filebase64sha256`` stay stable across machines,
 and lets ``--check`` prove the committed zip matches ``lambda/``.
 
 What goes in: the ``dynamodb_outbox`` package without its ``local`` runtime
-(test tooling, not shipped), plus the pure-Python ``ulid`` package it imports.
-boto3 comes from the Lambda runtime and Powertools from its public layer.
+(test tooling, not shipped). It has no third-party imports of its own: boto3
+comes from the Lambda runtime and Powertools from its public layer.
 
 Two artifacts hold the same files:
 
@@ -26,7 +26,6 @@ with ``--check``, checked); with either, only the artifacts named.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import sys
 import zipfile
@@ -40,7 +39,6 @@ DEFAULT_LAYER_OUTPUT = ROOT / "package" / "dynamodb_outbox_layer.zip"
 LAYER_PREFIX = "python/"
 EXCLUDED_SUBPACKAGES = {"local"}
 FIXED_DATE_TIME = (1980, 1, 1, 0, 0, 0)
-VENDORED = ("ulid",)
 
 
 def _python_files(root: Path, arc_root: str, excluded: set[str]) -> Iterator[tuple[str, Path]]:
@@ -54,21 +52,8 @@ def _python_files(root: Path, arc_root: str, excluded: set[str]) -> Iterator[tup
             yield f"{arc_root}/{rel.as_posix()}", path
 
 
-def _vendored_files(module: str) -> Iterator[tuple[str, Path]]:
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(
-            f"build_package: the package {module!r} is not installed in this interpreter "
-            f"({sys.executable}); run `make venv` first"
-        )
-    yield from _python_files(Path(next(iter(spec.submodule_search_locations))), module, set())
-
-
 def entries() -> list[tuple[str, Path]]:
-    found = list(_python_files(PACKAGE_DIR, "dynamodb_outbox", EXCLUDED_SUBPACKAGES))
-    for module in VENDORED:
-        found.extend(_vendored_files(module))
-    return sorted(found)
+    return sorted(_python_files(PACKAGE_DIR, "dynamodb_outbox", EXCLUDED_SUBPACKAGES))
 
 
 def build(prefix: str = "") -> bytes:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ulid import ULID
+from dynamodb_outbox.ulid_codec import new_ulid, ulid_milliseconds
 
 OUTBOX_SK_PREFIX = "OUTBOX#"
 SCHEMA_VERSION = 1
@@ -59,7 +59,7 @@ class Envelope:
     source: str
     subject: str
     payload: Mapping[str, Any]
-    id: str = field(default_factory=lambda: str(ULID()))
+    id: str = field(default_factory=new_ulid)
     time: str = field(default_factory=_utc_now_iso)
     schema_version: int = SCHEMA_VERSION
     correlation_id: str | None = None
@@ -142,7 +142,7 @@ def _validate(data: Any) -> None:
         if not isinstance(value, str) or not value:
             raise InvalidEnvelope(f"envelope field {name!r} must be a non-empty string")
     try:
-        ULID.from_str(data["id"])
+        ulid_milliseconds(data["id"])
     except ValueError as exc:
         raise InvalidEnvelope(f"envelope id {data['id']!r} is not a ULID: {exc}") from exc
     try:

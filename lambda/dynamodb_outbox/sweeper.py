@@ -43,7 +43,6 @@ import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from ulid import ULID
 
 from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
@@ -68,6 +67,7 @@ from dynamodb_outbox.publisher import (
     sink_from_environment,
 )
 from dynamodb_outbox.stream_types import AttributeMap
+from dynamodb_outbox.ulid_codec import lowest_ulid_of, ulid_datetime
 
 __all__ = [
     "BATCH_GET_MAX_KEYS",
@@ -147,7 +147,7 @@ def pending_boundary_sk(moment: datetime) -> str:
     milliseconds = int(moment.timestamp() * 1000)
     if milliseconds < 0:
         milliseconds = 0
-    return OUTBOX_SK_PREFIX + str(ULID.from_bytes(milliseconds.to_bytes(6, "big") + bytes(10)))
+    return OUTBOX_SK_PREFIX + lowest_ulid_of(milliseconds)
 
 
 def ulid_time(sort_key: str) -> datetime | None:
@@ -155,7 +155,7 @@ def ulid_time(sort_key: str) -> datetime | None:
     if not sort_key.startswith(OUTBOX_SK_PREFIX):
         return None
     try:
-        return ULID.from_str(sort_key[len(OUTBOX_SK_PREFIX) :]).datetime
+        return ulid_datetime(sort_key[len(OUTBOX_SK_PREFIX) :])
     except ValueError:
         return None
 

@@ -38,12 +38,13 @@ def test_zip_entries_are_sorted_with_fixed_timestamps_and_permissions(tmp_path: 
     assert {i.external_attr >> 16 for i in infos} == {0o100644}
 
 
-def test_zip_ships_the_handlers_and_ulid_but_not_the_local_runtime_or_bytecode() -> None:
+def test_zip_ships_the_handlers_alone_not_the_local_runtime_bytecode_or_other_packages() -> None:
     builder = _load_builder()
     names = [arcname for arcname, _ in builder.entries()]
     assert "dynamodb_outbox/publisher.py" in names
     assert "dynamodb_outbox/envelope.py" in names
-    assert "ulid/__init__.py" in names
+    assert "dynamodb_outbox/ulid_codec.py" in names
+    assert [n for n in names if not n.startswith("dynamodb_outbox/")] == []
     assert not [n for n in names if n.startswith("dynamodb_outbox/local/")]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
@@ -92,7 +93,6 @@ def test_layer_zip_holds_the_function_zip_files_under_python() -> None:
     assert layer_files == {f"python/{name}": data for name, data in function_files.items()}
     assert "python/dynamodb_outbox/consumer.py" in layer_files
     assert "python/dynamodb_outbox/writer.py" in layer_files
-    assert "python/ulid/__init__.py" in layer_files
     assert not [n for n in layer_files if n.startswith("python/dynamodb_outbox/local/")]
     assert [i.filename for i in infos] == sorted(i.filename for i in infos)
     assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}

@@ -133,7 +133,9 @@ def test_text_field_that_is_empty_or_not_a_string_is_refused(field: str, bad: An
         Envelope.from_dict(valid_dict(**{field: bad}))
 
 
-@pytest.mark.parametrize("bad_id", ["not-a-ulid", "01ARZ3NDEKTSV4RRFFQ69G5FA", "8" * 26])
+@pytest.mark.parametrize(
+    "bad_id", ["not-a-ulid", "01ARZ3NDEKTSV4RRFFQ69G5FA", "8" * 26, "01arz3ndektsv4rrffq69g5fav"]
+)
 def test_id_that_is_not_a_ulid_is_refused(bad_id: str) -> None:
     # The id is the outbox SK and every consumer's idempotency key: it must be a ULID.
     with pytest.raises(InvalidEnvelope, match="is not a ULID"):

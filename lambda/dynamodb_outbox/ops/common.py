@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
-from ulid import ULID
 
 from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
@@ -30,6 +29,7 @@ from dynamodb_outbox.envelope import (
     OUTBOX_SK_PREFIX,
     STATUS_PENDING,
 )
+from dynamodb_outbox.ulid_codec import new_ulid, ulid_datetime, ulid_milliseconds
 
 if TYPE_CHECKING:
     from dynamodb_outbox.publisher import PublishResult, Sink
@@ -242,7 +242,7 @@ def event_id_of(sort_key: str) -> str:
 
 def ulid_time(sort_key: str) -> datetime | None:
     try:
-        return ULID.from_str(event_id_of(sort_key)).datetime
+        return ulid_datetime(event_id_of(sort_key))
     except ValueError:
         return None
 
@@ -272,12 +272,12 @@ def boundary_sk(moment: datetime, *, upper: bool = False) -> str:
     """The lowest (or highest) outbox sort key of ``moment``'s millisecond."""
     milliseconds = max(0, int(moment.timestamp() * 1000))
     randomness = b"\xff" * 10 if upper else bytes(10)
-    return OUTBOX_SK_PREFIX + str(ULID.from_bytes(milliseconds.to_bytes(6, "big") + randomness))
+    return OUTBOX_SK_PREFIX + new_ulid(milliseconds, randomness)
 
 
 def check_event_id(event_id: str) -> str:
     try:
-        ULID.from_str(event_id)
+        ulid_milliseconds(event_id)
     except ValueError:
         raise bad_input(f"--event-id must be a ULID (26 characters), got {event_id!r}") from None
     return event_id
