@@ -40,7 +40,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, Final, Protocol, TypedDict
+from typing import Any, Final, NamedTuple, Protocol, TypedDict
 
 import boto3
 from aws_lambda_powertools import Logger, Metrics
@@ -249,8 +249,7 @@ class DynamoDBClient(Protocol):
 # ----------------------------------------------------------------------------- sinks
 
 
-@dataclass(frozen=True)
-class OutboundEvent:
+class OutboundEvent(NamedTuple):
     """An event ready to send: its envelope and the exact JSON the writer committed."""
 
     envelope: Envelope
@@ -258,8 +257,7 @@ class OutboundEvent:
     time: datetime
 
 
-@dataclass(frozen=True)
-class EntryResult:
+class EntryResult(NamedTuple):
     """What the transport said about one entry of a call."""
 
     error_code: str | None = None
@@ -570,8 +568,7 @@ class PublishResult:
 # ---------------------------------------------------------------- candidates, plans
 
 
-@dataclass(frozen=True)
-class OutboxCandidate:
+class OutboxCandidate(NamedTuple):
     """One outbox item to publish, whichever path found it.
 
     ``key`` is its table key (``PK`` and ``SK``); ``item`` the whole item in
@@ -588,27 +585,23 @@ class OutboxCandidate:
     checkpoint: str | None = None
 
 
-@dataclass(frozen=True)
-class _Skip:
+class _Skip(NamedTuple):
     position: int
     sequence_number: str | None
 
 
-@dataclass(frozen=True)
-class _Unreadable:
+class _Unreadable(NamedTuple):
     position: int
     sequence_number: str | None
     why: str
 
 
-@dataclass(frozen=True)
-class _Poison:
+class _Poison(NamedTuple):
     candidate: OutboxCandidate
     reason: str
 
 
-@dataclass(frozen=True)
-class _Publish:
+class _Publish(NamedTuple):
     candidate: OutboxCandidate
     event: OutboundEvent
     size: int
@@ -1099,8 +1092,7 @@ def sink_from_environment(
     )
 
 
-@dataclass(frozen=True)
-class Runtime:
+class Runtime(NamedTuple):
     """What the handler needs from its environment, built once per execution environment."""
 
     sink: Sink

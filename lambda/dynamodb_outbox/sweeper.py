@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 import boto3
 from aws_lambda_powertools import Logger, Metrics
@@ -533,8 +533,7 @@ def sweep(
 # ------------------------------------------------------------------------- handler
 
 
-@dataclass(frozen=True)
-class SweeperRuntime:
+class SweeperRuntime(NamedTuple):
     """What the handler needs from its environment, built once per execution environment."""
 
     sink: Sink

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import subprocess
 import sys
 import zipfile
@@ -129,3 +130,67 @@ def test_committed_layer_zip_matches_a_fresh_build() -> None:
     assert (ROOT / "package" / "dynamodb_outbox_layer.zip").read_bytes() == builder.build_layer(), (
         "package/dynamodb_outbox_layer.zip is stale: run `make package` and commit it"
     )
+
+
+# What Lambda gives a function besides the zip: the runtime's boto3 (with its own
+# dependencies) and the Powertools layer (with its own). Anything else a handler
+# imports would import here, from the test venv, and fail on Lambda.
+PROVIDED_DISTRIBUTIONS = {
+    "boto3",
+    "botocore",
+    "s3transfer",
+    "jmespath",
+    "python-dateutil",
+    "six",
+    "urllib3",
+    "aws-lambda-powertools",
+    "typing-extensions",
+}
+HANDLERS = (
+    "dynamodb_outbox.publisher",
+    "dynamodb_outbox.sweeper",
+    "dynamodb_outbox.reference_consumer",
+    "dynamodb_outbox.consumer",
+    "dynamodb_outbox.writer",
+)
+# boto3 first, as the runtime has it (with whatever optional extras it finds);
+# then the handler, and the top-level modules it adds.
+_IMPORT_FROM_ZIP = """
+import importlib, importlib.metadata, json, sys
+import boto3
+before = set(sys.modules)
+importlib.import_module(sys.argv[1])
+owners = importlib.metadata.packages_distributions()
+added = {name.split(".")[0] for name in set(sys.modules) - before}
+added -= set(sys.stdlib_module_names)
+print(json.dumps({
+    "package_file": sys.modules["dynamodb_outbox"].__file__,
+    "from": {root: owners.get(root, ["?"]) for root in sorted(added)},
+}))
+"""
+
+
+def _distribution(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+def test_each_handler_imports_from_the_zip_with_only_what_lambda_provides(tmp_path: Path) -> None:
+    with zipfile.ZipFile(ROOT / "package" / "dynamodb_outbox.zip") as archive:
+        archive.extractall(tmp_path)
+    for handler in HANDLERS:
+        done = subprocess.run(
+            [sys.executable, "-B", "-c", _IMPORT_FROM_ZIP, handler],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(tmp_path), "AWS_DEFAULT_REGION": "us-east-1"},
+            check=True,
+        )
+        seen = json.loads(done.stdout)
+        assert Path(seen["package_file"]).is_relative_to(tmp_path), seen["package_file"]
+        foreign = {
+            root: owners
+            for root, owners in seen["from"].items()
+            if root != "dynamodb_outbox"
+            and not {_distribution(owner) for owner in owners} & PROVIDED_DISTRIBUTIONS
+        }
+        assert foreign == {}, f"{handler} imports what neither the zip nor Lambda provides"
