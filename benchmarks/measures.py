@@ -298,12 +298,17 @@ _IMPORT_PROBE = (
 )
 
 
-def _import_once(module: str, pythonpath: str | None) -> tuple[float, float]:
+def _import_once(module: str, pythonpath: str | None, pycache: str) -> tuple[float, float]:
     env = {**os.environ, **emulator.FAKE_ENV}
     args = [sys.executable]
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
         args.append("-B")  # like Lambda: the package's .py files are compiled at every cold start
+    else:
+        # Bytecode cached, as in any installed package: written by the warm-up round
+        # to a scratch folder, even when the caller's environment says not to write it.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
     done = subprocess.run(
         [*args, "-c", _IMPORT_PROBE, module],
         capture_output=True,
@@ -320,13 +325,13 @@ def cold_start(runs: int = 5) -> dict[str, Any]:
     """Import time of each handler module in a fresh interpreter, above a bare ``import boto3``.
 
     Two settings: ``venv`` (the installed package, bytecode cached) and ``zip``
-    (the package and vendored ulid extracted from the deployment zip, imported
+    (the package extracted from the deployment zip, imported
     with ``-B`` so they are compiled at each start, as on Lambda, where the zip
     carries no bytecode; boto3 and Powertools keep their cached bytecode, as the
     runtime and the layer ship it). The runs go round-robin over the settings so
     that a busy machine slows all of them alike; the first round is a warm-up.
     """
-    with tempfile.TemporaryDirectory() as extracted:
+    with tempfile.TemporaryDirectory() as extracted, tempfile.TemporaryDirectory() as pycache:
         with zipfile.ZipFile(ZIP_PATH) as archive:
             archive.extractall(extracted)
         configs: list[tuple[str, str, str | None]] = []
@@ -336,7 +341,7 @@ def cold_start(runs: int = 5) -> dict[str, Any]:
         samples: dict[tuple[str, str], list[float]] = {(m, s): [] for m, s, _ in configs}
         for round_ in range(runs + 1):
             for module, setting, path in configs:
-                boto3_seconds, module_seconds = _import_once(module, path)
+                boto3_seconds, module_seconds = _import_once(module, path, pycache)
                 if round_:
                     boto3_samples.append(boto3_seconds)
                     samples[(module, setting)].append(module_seconds)

@@ -165,14 +165,15 @@ def table(results: dict[str, Any]) -> str:
     )
     cold = results["cold_start"]
     for module, row in cold["modules"].items():
-        ok = row["added_ms"] <= cold["goal_added_ms"]
+        # Lambda imports from the zip, without bytecode: the goal holds for both settings.
+        ok = max(row["added_ms"], row["added_ms_from_zip"]) <= cold["goal_added_ms"]
         rows.append(
             (
                 f"import ms above boto3: {module.split('.')[-1]}",
                 f"{row['added_ms']:.0f} venv (min {row['added_ms_min']:.0f}), "
                 f"{row['added_ms_from_zip']:.0f} zip (min {row['added_ms_from_zip_min']:.0f})",
                 f"boto3 alone {cold['boto3_import_seconds'] * 1000:.0f}",
-                f"<= {cold['goal_added_ms']:.0f}",
+                f"<= {cold['goal_added_ms']:.0f} both",
                 _status(ok, counted=False),
             )
         )
@@ -243,7 +244,8 @@ def notes(results: dict[str, Any]) -> str:
         "botocore before-send hook (requests still validated, serialised, signed; answers "
         "parsed): the handler's own CPU, client library included.",
         f"cold start: median of {cold['runs']} fresh interpreters per module after a warm-up; "
-        "'venv' = installed package with bytecode, 'zip' = package/dynamodb_outbox.zip "
+        "'venv' = installed package, bytecode cached (written by the warm-up to a scratch "
+        "PYTHONPYCACHEPREFIX), 'zip' = package/dynamodb_outbox.zip "
         "extracted and imported with -B (compiled at each start, as on Lambda); includes "
         "Powertools (from its layer on Lambda). Timing on a shared machine: reported, not failed.",
         "write cost: WCU = ceil(item size / 1 KB) per item (writer.item_size), x2 in a "
