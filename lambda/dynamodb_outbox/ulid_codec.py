@@ -10,7 +10,7 @@ next one is the previous plus one), so the events of one transaction keep the
 order they were made in.
 
 Written here rather than imported: every handler imports it at cold start, and
-the three functions below are all the project needs of a ULID library.
+the few functions below are all the project needs of a ULID library.
 """
 
 from __future__ import annotations
