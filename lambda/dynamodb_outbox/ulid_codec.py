@@ -40,29 +40,24 @@ _last_lock = threading.Lock()
 _last = 0
 
 
-def new_ulid(milliseconds: int | None = None, randomness: bytes | None = None) -> str:
-    """A new ULID: now and 80 random bits, greater than any this process made before.
-
-    With ``milliseconds`` (since the epoch) and ``randomness`` given, exactly that
-    ULID, unrelated to the others.
-    """
+def new_ulid() -> str:
+    """A new ULID: now and 80 random bits, greater than any this process made before."""
     global _last
-    if milliseconds is None and randomness is None:
-        now = time.time_ns() // 1_000_000
-        with _last_lock:
-            if now <= _last >> 80:
-                _last += 1  # same millisecond (or a clock that stepped back): next in line
-            else:
-                _last = now << 80 | int.from_bytes(os.urandom(10), "big")
-            return _encode(_last)
-    if milliseconds is None:
-        milliseconds = time.time_ns() // 1_000_000
+    now = time.time_ns() // 1_000_000
+    with _last_lock:
+        if now <= _last >> 80:
+            _last += 1  # same millisecond (or a clock that stepped back): next in line
+        else:
+            _last = now << 80 | int.from_bytes(os.urandom(10), "big")
+        return _encode(_last)
+
+
+def ulid_of(milliseconds: int, randomness: bytes) -> str:
+    """Exactly the ULID of ``milliseconds`` since the epoch and 10 bytes of ``randomness``."""
     if not 0 <= milliseconds <= MAX_MILLISECONDS:
         raise ValueError(
             f"ULID time must be 0..{MAX_MILLISECONDS} milliseconds, got {milliseconds}"
         )
-    if randomness is None:
-        randomness = os.urandom(10)
     if len(randomness) != 10:
         raise ValueError(f"ULID randomness must be 10 bytes, got {len(randomness)}")
     return _encode(milliseconds << 80 | int.from_bytes(randomness, "big"))
@@ -70,7 +65,7 @@ def new_ulid(milliseconds: int | None = None, randomness: bytes | None = None) -
 
 def lowest_ulid_of(milliseconds: int) -> str:
     """The smallest ULID of that millisecond: every ULID made earlier sorts below it."""
-    return new_ulid(milliseconds, bytes(10))
+    return ulid_of(milliseconds, bytes(10))
 
 
 def ulid_milliseconds(text: str) -> int:

@@ -29,7 +29,7 @@ from dynamodb_outbox.envelope import (
     OUTBOX_SK_PREFIX,
     STATUS_PENDING,
 )
-from dynamodb_outbox.ulid_codec import new_ulid, ulid_datetime, ulid_milliseconds
+from dynamodb_outbox.ulid_codec import ulid_datetime, ulid_milliseconds, ulid_of
 
 if TYPE_CHECKING:
     from dynamodb_outbox.publisher import PublishResult, Sink
@@ -272,7 +272,7 @@ def boundary_sk(moment: datetime, *, upper: bool = False) -> str:
     """The lowest (or highest) outbox sort key of ``moment``'s millisecond."""
     milliseconds = max(0, int(moment.timestamp() * 1000))
     randomness = b"\xff" * 10 if upper else bytes(10)
-    return OUTBOX_SK_PREFIX + new_ulid(milliseconds, randomness)
+    return OUTBOX_SK_PREFIX + ulid_of(milliseconds, randomness)
 
 
 def check_event_id(event_id: str) -> str:
