@@ -18,7 +18,8 @@ from benchmarks.baseline_publisher import publish_one_by_one
 from benchmarks.emulator import BUS_NAME, TABLE_NAME, CallCounter, Latency
 from benchmarks.overlapped import publish_stream_batch_sequential
 from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, outbox_item
-from dynamodb_outbox.publisher import EventBridgeSink, publish_stream_batch
+from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.writer import item_size, serialize_item
 

@@ -11,12 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dynamodb_outbox.publisher import (
-    DEFAULT_DELETE_RETRIES,
-    PublishResult,
-    Sink,
-    publish_stream_batch,
-)
+from dynamodb_outbox.publisher import DEFAULT_DELETE_RETRIES, PublishResult, publish_stream_batch
+from dynamodb_outbox.sinks import Sink
 
 
 def publish_stream_batch_sequential(

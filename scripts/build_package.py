@@ -8,8 +8,13 @@ committed, lets Terraform's ``filebase64sha256`` stay stable across machines,
 and lets ``--check`` prove the committed zip matches ``lambda/``.
 
 What goes in: the ``dynamodb_outbox`` package without its ``local`` runtime
-(test tooling, not shipped). It has no third-party imports of its own: boto3
-comes from the Lambda runtime and Powertools from its public layer.
+(test tooling, not shipped), and python-ulid, which makes the event ids (the
+package's one third-party dependency Lambda does not provide): its ``ulid``
+package and the ``METADATA`` and license of its dist-info (python-ulid reads its
+own version from it at import). The python-ulid shipped is the one installed,
+which must be the version requirements-dev.txt pins. boto3 comes from the
+Lambda runtime and Powertools (with typing-extensions, which python-ulid needs
+before Python 3.12) from its public layer.
 
 Two artifacts hold the same files:
 
@@ -26,7 +31,9 @@ with ``--check``, checked); with either, only the artifacts named.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import io
+import re
 import sys
 import zipfile
 from collections.abc import Callable, Iterator
@@ -39,6 +46,16 @@ DEFAULT_LAYER_OUTPUT = ROOT / "package" / "dynamodb_outbox_layer.zip"
 LAYER_PREFIX = "python/"
 EXCLUDED_SUBPACKAGES = {"local"}
 FIXED_DATE_TIME = (1980, 1, 1, 0, 0, 0)
+REQUIREMENTS = ROOT / "requirements-dev.txt"
+VENDORED_DISTRIBUTION = "python-ulid"
+VENDORED_PACKAGE = "ulid"
+# Of the dist-info, what importlib.metadata needs and what the license asks for;
+# not RECORD, INSTALLER or REQUESTED, which depend on how it was installed.
+VENDORED_METADATA = ("METADATA", "licenses/LICENSE")
+
+
+class BuildError(Exception):
+    """The package cannot be built as pinned; the message says what to do."""
 
 
 def _python_files(root: Path, arc_root: str, excluded: set[str]) -> Iterator[tuple[str, Path]]:
@@ -52,8 +69,42 @@ def _python_files(root: Path, arc_root: str, excluded: set[str]) -> Iterator[tup
             yield f"{arc_root}/{rel.as_posix()}", path
 
 
+def pinned_version(distribution: str, requirements: Path | None = None) -> str:
+    """The ``==`` version of ``distribution`` in the requirements file."""
+    requirements = requirements or REQUIREMENTS
+    pattern = re.compile(rf"^{re.escape(distribution)}==([^\s#;]+)", re.IGNORECASE | re.MULTILINE)
+    match = pattern.search(requirements.read_text())
+    if match is None:
+        raise BuildError(f"{requirements.name} does not pin {distribution}==<version>")
+    return match.group(1)
+
+
+def _vendored_files() -> Iterator[tuple[str, Path]]:
+    pinned = pinned_version(VENDORED_DISTRIBUTION)
+    try:
+        distribution = importlib.metadata.distribution(VENDORED_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise BuildError(
+            f"{VENDORED_DISTRIBUTION} is not installed; run `make venv` (it ships in the zip)"
+        ) from None
+    if distribution.version != pinned:
+        raise BuildError(
+            f"{VENDORED_DISTRIBUTION} {distribution.version} is installed but "
+            f"{REQUIREMENTS.name} pins {pinned}; run `make venv`"
+        )
+    root = Path(str(distribution.locate_file(VENDORED_PACKAGE)))
+    yield from _python_files(root, VENDORED_PACKAGE, set())
+    info = f"{VENDORED_DISTRIBUTION.replace('-', '_')}-{distribution.version}.dist-info"
+    for name in VENDORED_METADATA:
+        path = Path(str(distribution.locate_file(f"{info}/{name}")))
+        if not path.is_file():
+            raise BuildError(f"{path} is missing from the installed {VENDORED_DISTRIBUTION}")
+        yield f"{info}/{name}", path
+
+
 def entries() -> list[tuple[str, Path]]:
-    return sorted(_python_files(PACKAGE_DIR, "dynamodb_outbox", EXCLUDED_SUBPACKAGES))
+    package = _python_files(PACKAGE_DIR, "dynamodb_outbox", EXCLUDED_SUBPACKAGES)
+    return sorted([*package, *_vendored_files()])
 
 
 def build(prefix: str = "") -> bytes:
@@ -115,6 +166,14 @@ def main() -> int:
         help="do not write; exit 1 when a file differs from a fresh build",
     )
     args = parser.parse_args()
+    try:
+        return _run(args)
+    except BuildError as exc:
+        print(f"package: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
     targets: list[tuple[Path, Callable[[], bytes]]] = []
     if args.output is None and args.layer_output is None:
         targets = [(DEFAULT_OUTPUT, build), (DEFAULT_LAYER_OUTPUT, build_layer)]

@@ -224,6 +224,8 @@ def parse_body(body: object) -> Envelope:
         raise InvalidEnvelope(f"message body must be a string, got {type(body).__name__}")
     try:
         data = json.loads(body)
+    except RecursionError:
+        raise InvalidEnvelope("message body nests too deep to be an outbox event") from None
     except ValueError as exc:
         raise InvalidEnvelope(f"message body is not valid JSON: {exc}") from exc
     if not isinstance(data, Mapping):
@@ -418,16 +420,21 @@ def _process_record(
     key_prefix: str,
     log: Logger,
 ) -> _Outcome:
-    receive_count = (record.get("attributes") or {}).get("ApproximateReceiveCount")
+    attributes = record.get("attributes")
+    receive_count = (
+        attributes.get("ApproximateReceiveCount") if isinstance(attributes, Mapping) else None
+    )
     try:
         envelope = parse_body(record.get("body"))
-    except InvalidEnvelope as exc:
-        # A poison message fails alone; SQS moves it to the DLQ after
-        # maxReceiveCount receives. The log line says why it will end there.
+    except Exception as exc:
+        # A poison message fails alone, whatever parsing it raised (InvalidEnvelope,
+        # or worse); SQS moves it to the DLQ after maxReceiveCount receives. The
+        # log line says why it will end there.
+        reason = str(exc) if isinstance(exc, InvalidEnvelope) else f"{type(exc).__name__}: {exc}"
         log.error(
             "message is not a valid outbox event; returning it to the queue (DLQ after "
             "maxReceiveCount)",
-            extra={"message_id": message_id, "reason": str(exc), "receive_count": receive_count},
+            extra={"message_id": message_id, "reason": reason, "receive_count": receive_count},
         )
         return _Outcome.FAILED
 

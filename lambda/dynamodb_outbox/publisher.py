@@ -17,10 +17,14 @@ The rules, and why:
   consumers absorb by event id, never a loss. So a failed delete never fails
   the batch.
 
-The sending side sits behind :class:`Sink` (:class:`EventBridgeSink` for
-``PutEvents``, :class:`SnsSink` for ``PublishBatch``): a transport only says how
-big an entry is, how many fit in a call and which errors are worth retrying; the
-failure handling stays here.
+* One record never fails a batch: whatever reading, sizing or building the
+  request for it raises, that record alone is quarantined with the reason.
+  Only AWS being unreachable or answering a call with an error holds the
+  batch (at that record, as a checkpoint).
+
+The sending side sits behind :class:`~dynamodb_outbox.sinks.Sink`
+(``PutEvents`` or ``PublishBatch``) and its rules (sizes, fields, which error
+codes are poison); the failure handling stays here.
 
 The stream handler and the sweeper share one core, :func:`publish_outbox_items`:
 same planning, batching, failure rules, quarantine and delete. The stream
@@ -33,20 +37,26 @@ from __future__ import annotations
 import contextvars
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, Final, NamedTuple, Protocol, TypedDict
+from typing import Any, Final, NamedTuple, Protocol
 
 import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ParamValidationError,
+)
+from botocore.exceptions import (
+    ValidationError as BotocoreValidationError,
+)
 
 from dynamodb_outbox.envelope import (
     ATTR_ENVELOPE,
@@ -60,6 +70,19 @@ from dynamodb_outbox.envelope import (
     STATUS_QUARANTINED,
     Envelope,
 )
+from dynamodb_outbox.settings import ConfigurationError, required_env
+from dynamodb_outbox.sinks import (
+    EVENTBRIDGE_RULES,
+    PUBLISH_TO_EVENTBRIDGE,
+    PUBLISH_TO_SNS,
+    EntryResult,
+    EventBridgeSink,
+    OutboundEvent,
+    Sink,
+    SinkError,
+    SnsSink,
+    is_sns_topic_arn,
+)
 from dynamodb_outbox.stream_types import (
     AttributeMap,
     DynamoDBStreamEvent,
@@ -72,104 +95,31 @@ __all__ = [
     "ENV_PUBLISH_TO",
     "ENV_TABLE_NAME",
     "ENV_TOPIC_ARN",
-    "NON_RETRYABLE_PUT_EVENTS_CODES",
-    "PUBLISH_TO_EVENTBRIDGE",
-    "PUBLISH_TO_SNS",
-    "PUT_EVENTS_MAX_ENTRIES",
-    "PUT_EVENTS_MAX_REQUEST_BYTES",
-    "RETRYABLE_SNS_SENDER_FAULT_CODES",
-    "SNS_MAX_ENTRIES",
-    "SNS_MAX_REQUEST_BYTES",
     "ConfigurationError",
     "DynamoDBClient",
-    "EntryResult",
-    "EventBridgeSink",
-    "EventsClient",
     "MissingSequenceNumber",
-    "OutboundEvent",
     "OutboxCandidate",
     "PublishResult",
     "Runtime",
-    "Sink",
-    "SinkError",
-    "SnsClient",
-    "SnsSink",
     "default_runtime",
     "handler",
     "publish_outbox_items",
     "publish_stream_batch",
-    "put_events_entry_size",
     "record_metrics",
     "required_env",
     "sink_from_environment",
-    "sns_entry_size",
 ]
 
 ENV_EVENT_BUS_NAME: Final = "OUTBOX_EVENT_BUS_NAME"
 ENV_TABLE_NAME: Final = "OUTBOX_TABLE_NAME"
 ENV_PUBLISH_TO: Final = "OUTBOX_PUBLISH_TO"
 ENV_TOPIC_ARN: Final = "OUTBOX_TOPIC_ARN"
-PUBLISH_TO_EVENTBRIDGE: Final = "eventbridge"
-PUBLISH_TO_SNS: Final = "sns"
 DEFAULT_METRICS_NAMESPACE: Final = "DynamoDBOutbox"
 DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-publisher"
 
-PUT_EVENTS_MAX_ENTRIES: Final = 10
-# AWS: the entries of one PutEvents request must total *less than* 256 KB. The
-# 2026 1 MB payload announcement is not relied on until it is confirmed per request.
-PUT_EVENTS_MAX_REQUEST_BYTES: Final = 256 * 1024 - 1
-# AWS's entry size formula counts 14 bytes for an entry that carries a Time.
-PUT_EVENTS_TIME_BYTES: Final = 14
-
-# PutEvents per-entry codes AWS documents as not worth retrying. Any other code,
-# including one AWS adds later, is treated as retryable: a wrong "retryable"
-# costs a blocked shard until the mapping's bounded retries give up (the item
-# stays pending and the sweeper republishes it), a wrong "poison" would park a
-# good event in quarantine until someone releases it by hand.
-NON_RETRYABLE_PUT_EVENTS_CODES: Final = frozenset(
-    {
-        "AccessDeniedException",
-        "InvalidAccountIdException",
-        "InvalidArgument",
-        "MalformedDetail",
-        "NotAuthorizedForDetailTypeException",
-        "NotAuthorizedForSourceException",
-        "RedactionFailure",
-    }
-)
-
-SNS_MAX_ENTRIES: Final = 10
-# AWS: with the topic's default MaximumMessageSize, one message and the sum of a
-# batch's messages must not exceed 256 KiB, "including each message's body and
-# attributes". A topic can be raised to 1 MiB; the default is the safe bound.
-SNS_MAX_REQUEST_BYTES: Final = 256 * 1024
-SNS_STRING_DATA_TYPE: Final = "String"
-# MessageGroupId / MessageDeduplicationId: 1-128 ASCII letters, digits, punctuation.
-_SNS_FIFO_ID: Final = re.compile(r"[!-~]{1,128}")
-
-# SNS flags nearly every error SenderFault, throttling included (``Throttled``
-# is a 429 with senderFault=true in the service model). Poison means "this
-# message can never be published"; these codes say the caller is too fast or the
-# topic is misconfigured (permissions, KMS key), which fixes itself or is fixed
-# once for every event. Retrying them keeps the events pending (the sweeper
-# republishes them once the cause is gone) instead of quarantining all of them.
-RETRYABLE_SNS_SENDER_FAULT_CODES: Final = frozenset(
-    {
-        "AuthorizationError",
-        "ConcurrentAccess",
-        "InvalidSecurity",
-        "KMSAccessDenied",
-        "KMSDisabled",
-        "KMSInvalidState",
-        "KMSNotFound",
-        "KMSOptInRequired",
-        "KMSThrottling",
-        "NotFound",
-        "Throttled",
-        "Throttling",
-        "ThrottlingException",
-    }
-)
+# Raised by botocore while it builds a request from our parameters, before
+# anything is sent: the entries are at fault, not AWS.
+_REQUEST_BUILD_ERRORS: Final = (ParamValidationError, BotocoreValidationError)
 
 BATCH_WRITE_MAX_ITEMS: Final = 25
 DEFAULT_DELETE_RETRIES: Final = 5
@@ -190,43 +140,6 @@ metrics = Metrics(
 # --------------------------------------------------------------------------- clients
 
 
-class PutEventsRequestEntry(TypedDict, total=False):
-    Time: datetime
-    Source: str
-    Resources: list[str]
-    DetailType: str
-    Detail: str
-    EventBusName: str
-    TraceHeader: str
-
-
-class EventsClient(Protocol):
-    """The part of the boto3 EventBridge client the publisher uses."""
-
-    def put_events(self, *, Entries: list[PutEventsRequestEntry]) -> Mapping[str, Any]: ...
-
-
-class SnsMessageAttributeValue(TypedDict):
-    DataType: str
-    StringValue: str
-
-
-class PublishBatchRequestEntry(TypedDict, total=False):
-    Id: str
-    Message: str
-    MessageAttributes: dict[str, SnsMessageAttributeValue]
-    MessageGroupId: str
-    MessageDeduplicationId: str
-
-
-class SnsClient(Protocol):
-    """The part of the boto3 SNS client the publisher uses."""
-
-    def publish_batch(
-        self, *, TopicArn: str, PublishBatchRequestEntries: list[PublishBatchRequestEntry]
-    ) -> Mapping[str, Any]: ...
-
-
 class DynamoDBClient(Protocol):
     """The part of the boto3 DynamoDB client the publisher uses."""
 
@@ -244,271 +157,6 @@ class DynamoDBClient(Protocol):
     def batch_write_item(
         self, *, RequestItems: dict[str, list[dict[str, Any]]]
     ) -> Mapping[str, Any]: ...
-
-
-# ----------------------------------------------------------------------------- sinks
-
-
-class OutboundEvent(NamedTuple):
-    """An event ready to send: its envelope and the exact JSON the writer committed."""
-
-    envelope: Envelope
-    body: str
-    time: datetime
-
-
-class EntryResult(NamedTuple):
-    """What the transport said about one entry of a call."""
-
-    error_code: str | None = None
-    error_message: str | None = None
-    retryable: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.error_code is None
-
-
-class SinkError(Exception):
-    """The call failed as a whole: nothing is known about any of its entries."""
-
-
-class Sink(Protocol):
-    """Where events go. One :meth:`send` is one API call, in the order given."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def max_entries(self) -> int: ...
-
-    @property
-    def max_request_bytes(self) -> int:
-        """Inclusive upper bound on the sum of :meth:`entry_size` over one call."""
-        ...
-
-    def entry_size(self, event: OutboundEvent) -> int: ...
-
-    def unsendable_reason(self, event: OutboundEvent) -> str | None:
-        """Why this transport can never accept ``event`` (it is poison), or None.
-
-        Size is checked by the caller against :attr:`max_request_bytes`; this is
-        for everything else a request would be refused for, checked before the
-        call so that one bad entry cannot fail the call of its neighbours.
-        """
-        ...
-
-    def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
-        """One result per event, aligned with ``events``.
-
-        Raises :class:`SinkError` or a botocore error when the call itself failed.
-        """
-        ...
-
-
-def put_events_entry_size(
-    *, source: str, detail_type: str, detail: str, resources: Sequence[str] = (), has_time: bool
-) -> int:
-    """AWS's "Calculating PutEvents entry size" formula (EventBusName does not count)."""
-    size = PUT_EVENTS_TIME_BYTES if has_time else 0
-    size += len(source.encode("utf-8"))
-    size += len(detail_type.encode("utf-8"))
-    size += len(detail.encode("utf-8"))
-    size += sum(len(resource.encode("utf-8")) for resource in resources)
-    return size
-
-
-class EventBridgeSink:
-    """``PutEvents`` on one bus (name or ARN): at most 10 entries and < 256 KB per call."""
-
-    name = "PutEvents"
-    max_entries = PUT_EVENTS_MAX_ENTRIES
-
-    def __init__(
-        self,
-        client: EventsClient,
-        event_bus_name: str,
-        *,
-        max_request_bytes: int = PUT_EVENTS_MAX_REQUEST_BYTES,
-    ) -> None:
-        if not event_bus_name:
-            raise ValueError("the event bus name (or ARN) must be a non-empty string")
-        self._client = client
-        self.event_bus_name = event_bus_name
-        self.max_request_bytes = max_request_bytes
-
-    def entry_size(self, event: OutboundEvent) -> int:
-        return put_events_entry_size(
-            source=event.envelope.source,
-            detail_type=event.envelope.type,
-            detail=event.body,
-            has_time=True,
-        )
-
-    def unsendable_reason(self, event: OutboundEvent) -> str | None:
-        return None
-
-    def entry(self, event: OutboundEvent) -> PutEventsRequestEntry:
-        return {
-            "Time": event.time,
-            "Source": event.envelope.source,
-            "DetailType": event.envelope.type,
-            "Detail": event.body,
-            "EventBusName": self.event_bus_name,
-        }
-
-    def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
-        response = self._client.put_events(Entries=[self.entry(event) for event in events])
-        entries = response.get("Entries")
-        if not isinstance(entries, list) or len(entries) != len(events):
-            # Without a 1:1 answer no entry can be trusted as published.
-            raise SinkError(
-                f"PutEvents answered {len(entries) if isinstance(entries, list) else 'no'} "
-                f"entries for {len(events)} sent"
-            )
-        return [self._result(entry) for entry in entries]
-
-    @staticmethod
-    def _result(entry: Mapping[str, Any]) -> EntryResult:
-        code = entry.get("ErrorCode")
-        if not code:
-            return EntryResult()
-        return EntryResult(
-            error_code=str(code),
-            error_message=str(entry.get("ErrorMessage") or ""),
-            retryable=str(code) not in NON_RETRYABLE_PUT_EVENTS_CODES,
-        )
-
-
-def sns_entry_size(message: str, attributes: Mapping[str, SnsMessageAttributeValue]) -> int:
-    """Bytes SNS counts for one message: the body plus each attribute's name, type and value.
-
-    AWS counts "each message's body and attributes" without a formula for the
-    attributes; counting all three parts in UTF-8 is the upper bound.
-    """
-    size = len(message.encode("utf-8"))
-    for name, value in attributes.items():
-        size += len(name.encode("utf-8"))
-        size += len(value["DataType"].encode("utf-8"))
-        size += len(value["StringValue"].encode("utf-8"))
-    return size
-
-
-def _is_sns_topic_arn(arn: str) -> bool:
-    parts = arn.split(":")
-    return len(parts) == 6 and parts[0] == "arn" and parts[2] == "sns" and all(parts[1:])
-
-
-class SnsSink:
-    """``PublishBatch`` on one topic: at most 10 messages and 256 KiB per call.
-
-    The message is the stored envelope JSON, byte for byte. The attributes
-    ``event_type`` and ``source`` let subscriptions filter without parsing the
-    body. On a FIFO topic (ARN ending ``.fifo``) the envelope's subject is the
-    message group, so one aggregate's events keep their order, and the event id
-    is the deduplication id, so a republished event within SNS's 5-minute window
-    is dropped by SNS itself.
-    """
-
-    name = "PublishBatch"
-    max_entries = SNS_MAX_ENTRIES
-
-    def __init__(
-        self,
-        client: SnsClient,
-        topic_arn: str,
-        *,
-        max_request_bytes: int = SNS_MAX_REQUEST_BYTES,
-    ) -> None:
-        if not _is_sns_topic_arn(topic_arn):
-            raise ValueError(
-                f"the SNS topic must be given by ARN (arn:<partition>:sns:<region>:<account>:"
-                f"<name>), got {topic_arn!r}"
-            )
-        self._client = client
-        self.topic_arn = topic_arn
-        self.fifo = topic_arn.endswith(".fifo")
-        self.max_request_bytes = max_request_bytes
-
-    @staticmethod
-    def message_attributes(event: OutboundEvent) -> dict[str, SnsMessageAttributeValue]:
-        return {
-            "event_type": {"DataType": SNS_STRING_DATA_TYPE, "StringValue": event.envelope.type},
-            "source": {"DataType": SNS_STRING_DATA_TYPE, "StringValue": event.envelope.source},
-        }
-
-    def entry_size(self, event: OutboundEvent) -> int:
-        return sns_entry_size(event.body, self.message_attributes(event))
-
-    def unsendable_reason(self, event: OutboundEvent) -> str | None:
-        if self.fifo and not _SNS_FIFO_ID.fullmatch(event.envelope.subject):
-            return (
-                f"subject {event.envelope.subject[:150]!r} cannot be a FIFO MessageGroupId "
-                "(1-128 ASCII letters, digits or punctuation)"
-            )
-        return None
-
-    def entry(self, event: OutboundEvent, entry_id: str) -> PublishBatchRequestEntry:
-        entry: PublishBatchRequestEntry = {
-            "Id": entry_id,
-            "Message": event.body,
-            "MessageAttributes": self.message_attributes(event),
-        }
-        if self.fifo:
-            entry["MessageGroupId"] = event.envelope.subject
-            entry["MessageDeduplicationId"] = event.envelope.id
-        return entry
-
-    def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
-        # The position makes ids unique even when a stream batch carries the same
-        # record twice; the event id makes them readable in logs and traces.
-        ids = [f"{position}-{event.envelope.id}" for position, event in enumerate(events)]
-        response = self._client.publish_batch(
-            TopicArn=self.topic_arn,
-            PublishBatchRequestEntries=[
-                self.entry(event, entry_id) for event, entry_id in zip(events, ids, strict=True)
-            ],
-        )
-        successful = {
-            entry.get("Id")
-            for entry in _list(response.get("Successful"))
-            if isinstance(entry, dict)
-        }
-        failed = {
-            entry.get("Id"): entry
-            for entry in _list(response.get("Failed"))
-            if isinstance(entry, dict)
-        }
-        results: list[EntryResult] = []
-        for entry_id in ids:
-            if entry_id in failed:  # listed as failed wins: never delete what may not be out
-                results.append(self._failure(failed[entry_id]))
-            elif entry_id in successful:
-                results.append(EntryResult())
-            else:
-                results.append(
-                    EntryResult(
-                        error_code="MissingFromResponse",
-                        error_message="PublishBatch listed the entry neither as Successful "
-                        "nor as Failed",
-                        retryable=True,
-                    )
-                )
-        return results
-
-    @staticmethod
-    def _failure(entry: Mapping[str, Any]) -> EntryResult:
-        code = str(entry.get("Code") or "Unknown")
-        sender_fault = entry.get("SenderFault") is True
-        return EntryResult(
-            error_code=code,
-            error_message=str(entry.get("Message") or ""),
-            retryable=not sender_fault or code in RETRYABLE_SNS_SENDER_FAULT_CODES,
-        )
-
-
-def _list(value: object) -> list[object]:
-    return value if isinstance(value, list) else []
 
 
 # ---------------------------------------------------------------------------- result
@@ -538,6 +186,8 @@ class PublishResult:
     quarantined: int = 0
     #: poison records whose item was already gone (published and deleted elsewhere).
     quarantine_item_gone: int = 0
+    #: poison records whose item DynamoDB refused to mark (left pending, logged as errors).
+    quarantine_unmarkable: int = 0
     #: not outbox inserts (the mapping filter should have dropped them).
     skipped: int = 0
     #: records without a readable key: nothing to publish or quarantine, logged.
@@ -626,9 +276,11 @@ def _key(keys: object) -> AttributeMap | None:
     return {ATTR_PK: dict(pk), ATTR_SK: dict(sk)}
 
 
-def _parse_time(text: str) -> datetime:
-    parsed = datetime.fromisoformat(text)
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+def _read_stream_record(position: int, record: object) -> _Skip | _Unreadable | OutboxCandidate:
+    try:
+        return _stream_candidate(position, record)
+    except Exception as exc:
+        return _Unreadable(position, None, f"record cannot be read: {_describe(exc)}")
 
 
 def _stream_candidate(position: int, record: object) -> _Skip | _Unreadable | OutboxCandidate:
@@ -656,6 +308,14 @@ def _stream_candidate(position: int, record: object) -> _Skip | _Unreadable | Ou
 
 
 def _plan(candidate: OutboxCandidate, sink: Sink) -> _Plan:
+    """Publish or quarantine; whatever reading the item raises makes it poison, alone."""
+    try:
+        return _plan_or_raise(candidate, sink)
+    except Exception as exc:
+        return _Poison(candidate, f"unreadable item: {_describe(exc)}"[:MAX_REASON_CHARS])
+
+
+def _plan_or_raise(candidate: OutboxCandidate, sink: Sink) -> _Plan:
     def poison(reason: str) -> _Poison:
         return _Poison(candidate, reason[:MAX_REASON_CHARS])
 
@@ -668,24 +328,38 @@ def _plan(candidate: OutboxCandidate, sink: Sink) -> _Plan:
         return poison(f"outbox item has no string attribute {ATTR_ENVELOPE!r}")
     try:
         envelope = Envelope.from_json(body)
-        event_time = _parse_time(envelope.time)
     except ValueError as exc:  # InvalidEnvelope is a ValueError
         return poison(f"invalid envelope: {exc}")
     if OUTBOX_SK_PREFIX + envelope.id != sk:
         return poison(f"envelope id {envelope.id!r} does not match sort key {sk!r}")
-    event = OutboundEvent(envelope=envelope, body=body, time=event_time)
+    event = OutboundEvent.of(envelope, body)
+    rules = sink.rules
     try:
-        size = sink.entry_size(event)
+        size = rules.entry_size(event)
     except UnicodeEncodeError as exc:  # a lone surrogate: no sink can ever send it
         return poison(f"envelope is not encodable as UTF-8: {exc}")
-    if size > sink.max_request_bytes:
+    if size > rules.max_request_bytes:
         return poison(
-            f"event too large for {sink.name}: {size} bytes, limit {sink.max_request_bytes}"
+            f"event too large for {rules.name}: {size} bytes, limit {rules.max_request_bytes}"
         )
-    unsendable = sink.unsendable_reason(event)
-    if unsendable is not None:
-        return poison(f"{sink.name} cannot take it: {unsendable}")
+    refusal = rules.refusal(event)
+    if refusal is not None:
+        return poison(f"{rules.name} cannot take it: {refusal}")
     return _Publish(candidate, event, size)
+
+
+_UNBUILDABLE: Final = "RequestNotBuildable"
+
+
+def _rejection(sink_name: str, outcome: EntryResult) -> str:
+    if outcome.error_code == _UNBUILDABLE:
+        return f"no {sink_name} request can be built for it: {outcome.error_message}"
+    return f"{sink_name} rejected it: {outcome.error_code}: {outcome.error_message}"
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _groups(plans: Sequence[_Plan], sink: Sink) -> Iterator[list[_Plan]]:
@@ -694,7 +368,9 @@ def _groups(plans: Sequence[_Plan], sink: Sink) -> Iterator[list[_Plan]]:
     count = size = 0
     for plan in plans:
         if isinstance(plan, _Publish):
-            if count and (count >= sink.max_entries or size + plan.size > sink.max_request_bytes):
+            if count and (
+                count >= sink.rules.max_entries or size + plan.size > sink.rules.max_request_bytes
+            ):
                 yield group
                 group, count, size = [], 0, 0
             count += 1
@@ -764,23 +440,27 @@ class _Publication:
         # only ever deleted after its own publication succeeded), which cuts the
         # invocation's wall time without changing any failure rule.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-delete") as deleter:
-            for group in _groups(plans, self.sink):
-                if self.should_continue is not None and not self.should_continue():
-                    self.result.stopped_at_position = group[0].candidate.position
-                    logger.info(
-                        "stopping before the end of the input; the rest stays pending",
-                        extra={"position": group[0].candidate.position},
-                    )
-                    break
-                failure = self._process(group)
-                if self.overlap_deletes:
-                    self._queue_deletes(deleter, final=False)
-                if failure is not None:
-                    break
-            self._queue_deletes(deleter, final=True)
-            for future in self._deletes:
-                future.result()  # a crash in a delete still fails the invocation
-        self.result.published += len(self.published)
+            try:
+                for group in _groups(plans, self.sink):
+                    if self.should_continue is not None and not self.should_continue():
+                        self.result.stopped_at_position = group[0].candidate.position
+                        logger.info(
+                            "stopping before the end of the input; the rest stays pending",
+                            extra={"position": group[0].candidate.position},
+                        )
+                        break
+                    failure = self._process(group)
+                    if self.overlap_deletes:
+                        self._queue_deletes(deleter, final=False)
+                    if failure is not None:
+                        break
+            finally:
+                # Even when something escapes, what went out is deleted: otherwise
+                # every retry of the batch (or sweep) would publish it again.
+                self._queue_deletes(deleter, final=True)
+                self.result.published += len(self.published)
+                for future in self._deletes:
+                    future.result()  # a crash in a delete still fails the invocation
         return failure
 
     def _queue_deletes(self, deleter: ThreadPoolExecutor, *, final: bool) -> None:
@@ -833,9 +513,7 @@ class _Publication:
                         "key": _key_label(plan.candidate.key),
                     },
                 )
-            elif not self._quarantine(
-                plan, f"{self.sink.name} rejected it: {outcome.error_code}: {outcome.error_message}"
-            ):
+            elif not self._quarantine(plan, _rejection(self.sink.rules.name, outcome)):
                 send_failure = plan
         # Entries of the call are all before ``stop``, so a send failure comes first.
         return send_failure if send_failure is not None else quarantine_failure
@@ -845,20 +523,42 @@ class _Publication:
         try:
             return self.sink.send([plan.event for plan in plans])
         except (ClientError, BotoCoreError, SinkError) as exc:
-            # Whether any entry got through is unknown: none is deleted, and the
-            # first one is where Lambda resumes.
+            if isinstance(exc, _REQUEST_BUILD_ERRORS):
+                return self._isolate(plans, exc)
+            # AWS could not be reached or refused the call: whether any entry got
+            # through is unknown, none is deleted, and the first one is where
+            # Lambda resumes.
             logger.warning(
                 "publish call failed",
-                extra={"sink": self.sink.name, "error": str(exc), "entries": len(plans)},
+                extra={"sink": self.sink.rules.name, "error": str(exc), "entries": len(plans)},
             )
             failed = EntryResult(
                 error_code=_error_code(exc), error_message=str(exc), retryable=True
             )
             return [failed] * len(plans)
+        except Exception as exc:
+            return self._isolate(plans, exc)
+
+    def _isolate(self, plans: list[_Publish], exc: Exception) -> list[EntryResult]:
+        """The request could not be built (nothing was sent): find the entry at fault.
+
+        Each entry is sent on its own; one that still cannot be built is poison
+        (its rules missed something), and its neighbours go out.
+        """
+        if len(plans) == 1:
+            return [
+                EntryResult(error_code=_UNBUILDABLE, error_message=_describe(exc), retryable=False)
+            ]
+        logger.warning(
+            "a request could not be built; sending its entries one by one",
+            extra={"error": _describe(exc), "entries": len(plans)},
+        )
+        return [result for plan in plans for result in self._send([plan])]
 
     def _quarantine(self, plan: _Plan, reason: str) -> bool:
         """Mark the item poison; False when that must be retried (the marker would be lost)."""
-        reason = reason[:MAX_REASON_CHARS]
+        # Whatever text an exception carried, the reason must be storable.
+        reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_REASON_CHARS]
         self.result.quarantine_calls += 1
         log_fields = {
             "reason": reason,
@@ -886,11 +586,24 @@ class _Publication:
                     ":at": {"S": _iso(self.clock())},
                 },
             )
-        except (ClientError, BotoCoreError) as exc:
-            if _error_code(exc) == "ConditionalCheckFailedException":
+        except Exception as exc:
+            code = _error_code(exc)
+            if code == "ConditionalCheckFailedException":
                 self.result.quarantine_item_gone += 1
                 logger.info(
                     "poison record's item is already gone; nothing to quarantine", extra=log_fields
+                )
+                return True
+            never_writable = code == "ValidationException" or isinstance(exc, _REQUEST_BUILD_ERRORS)
+            if never_writable or not isinstance(exc, ClientError | BotoCoreError):
+                # DynamoDB will never take this write (a key that fits no item, an
+                # item the marker would push over 400 KB): retrying would hold the
+                # batch forever. The item stays in the pending index, where the
+                # oldest-pending alarm and `outbox-ops pending` show it.
+                self.result.quarantine_unmarkable += 1
+                logger.error(
+                    "poison item cannot be marked; it stays pending for an operator",
+                    extra={**log_fields, "error_code": code, "error": _describe(exc)},
                 )
                 return True
             # Every other error, throttling or not, is retried: skipping would
@@ -898,7 +611,7 @@ class _Publication:
             self.result.retryable_failures += 1
             logger.warning(
                 "quarantine failed; checkpointing",
-                extra={**log_fields, "error_code": _error_code(exc), "error": str(exc)},
+                extra={**log_fields, "error_code": code, "error": str(exc)},
             )
             return False
         self.result.quarantined += 1
@@ -1008,7 +721,7 @@ def publish_stream_batch(
     result = PublishResult(records=len(records))
     candidates: list[OutboxCandidate] = []
     for position, record in enumerate(records):
-        parsed = _stream_candidate(position, record)
+        parsed = _read_stream_record(position, record)
         if isinstance(parsed, _Skip):
             result.skipped += 1
         elif isinstance(parsed, _Unreadable):
@@ -1046,18 +759,6 @@ def publish_stream_batch(
 # --------------------------------------------------------------------------- handler
 
 
-class ConfigurationError(RuntimeError):
-    """An environment variable is missing or invalid; the message names it."""
-
-
-def required_env(name: str, environ: Mapping[str, str] | None = None) -> str:
-    """The non-empty value of ``name``, or :class:`ConfigurationError` naming it."""
-    value = (os.environ if environ is None else environ).get(name, "")
-    if not value:
-        raise ConfigurationError(f"environment variable {name} must be set")
-    return value
-
-
 def _boto3_client(service: str) -> Any:
     return boto3.client(service)  # type: ignore[call-overload]
 
@@ -1080,7 +781,7 @@ def sink_from_environment(
         return EventBridgeSink(make_client("events"), bus)
     if publish_to == PUBLISH_TO_SNS:
         topic_arn = required_env(ENV_TOPIC_ARN, environ)
-        if not _is_sns_topic_arn(topic_arn):
+        if not is_sns_topic_arn(topic_arn):
             raise ConfigurationError(
                 f"environment variable {ENV_TOPIC_ARN} must be an SNS topic ARN "
                 f"(arn:<partition>:sns:<region>:<account>:<name>), got {topic_arn!r}"
@@ -1114,7 +815,7 @@ def default_runtime() -> Runtime:
 
 
 def record_metrics(
-    result: PublishResult, target: Metrics, sink_name: str = EventBridgeSink.name
+    result: PublishResult, target: Metrics, sink_name: str = EVENTBRIDGE_RULES.name
 ) -> None:
     """Every count, zeros included, so dashboards and alarms see a steady series.
 
@@ -1156,5 +857,5 @@ def handler(event: DynamoDBStreamEvent, context: LambdaContext) -> PartialBatchR
 
 
 def _emit_metrics(result: PublishResult, sink: Sink) -> None:
-    record_metrics(result, metrics, sink.name)
+    record_metrics(result, metrics, sink.rules.name)
     metrics.flush_metrics()

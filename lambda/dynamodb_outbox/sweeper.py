@@ -53,21 +53,20 @@ from dynamodb_outbox.envelope import (
     OUTBOX_SK_PREFIX,
     STATUS_PENDING,
 )
+from dynamodb_outbox.event_ids import event_id_datetime, lowest_event_id_at
 from dynamodb_outbox.publisher import (
     DEFAULT_DELETE_RETRIES,
     DEFAULT_METRICS_NAMESPACE,
     ENV_TABLE_NAME,
-    ConfigurationError,
     DynamoDBClient,
     OutboxCandidate,
     PublishResult,
-    Sink,
     publish_outbox_items,
-    required_env,
     sink_from_environment,
 )
+from dynamodb_outbox.settings import integer_env, required_env
+from dynamodb_outbox.sinks import Sink
 from dynamodb_outbox.stream_types import AttributeMap
-from dynamodb_outbox.ulid_codec import lowest_ulid_of, ulid_datetime
 
 __all__ = [
     "BATCH_GET_MAX_KEYS",
@@ -147,7 +146,7 @@ def pending_boundary_sk(moment: datetime) -> str:
     milliseconds = int(moment.timestamp() * 1000)
     if milliseconds < 0:
         milliseconds = 0
-    return OUTBOX_SK_PREFIX + lowest_ulid_of(milliseconds)
+    return OUTBOX_SK_PREFIX + lowest_event_id_at(milliseconds)
 
 
 def ulid_time(sort_key: str) -> datetime | None:
@@ -155,7 +154,7 @@ def ulid_time(sort_key: str) -> datetime | None:
     if not sort_key.startswith(OUTBOX_SK_PREFIX):
         return None
     try:
-        return ulid_datetime(sort_key[len(OUTBOX_SK_PREFIX) :])
+        return event_id_datetime(sort_key[len(OUTBOX_SK_PREFIX) :])
     except ValueError:
         return None
 
@@ -545,24 +544,6 @@ class SweeperRuntime(NamedTuple):
     max_items: int
 
 
-def _int_env(
-    environ: Mapping[str, str], name: str, default: int, minimum: int, maximum: int | None = None
-) -> int:
-    text = environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = minimum - 1
-    if value < minimum or (maximum is not None and value > maximum):
-        bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-        raise ConfigurationError(
-            f"environment variable {name} must be an integer {bounds}, got {text!r}"
-        )
-    return value
-
-
 def _boto3_client(service: str) -> Any:
     return boto3.client(service)  # type: ignore[call-overload]
 
@@ -579,9 +560,11 @@ def runtime_from_environment(
         table_name=required_env(ENV_TABLE_NAME, environ),
         dynamodb_client=make_client("dynamodb"),
         index_name=environ.get(ENV_PENDING_INDEX, "").strip() or DEFAULT_PENDING_INDEX,
-        shards=_int_env(environ, ENV_PENDING_SHARDS, DEFAULT_PENDING_SHARDS, 1, MAX_PENDING_SHARDS),
-        min_age_seconds=_int_env(environ, ENV_MIN_AGE_SECONDS, DEFAULT_MIN_AGE_SECONDS, 0),
-        max_items=_int_env(environ, ENV_MAX_ITEMS, DEFAULT_MAX_ITEMS, 1),
+        shards=integer_env(
+            environ, ENV_PENDING_SHARDS, DEFAULT_PENDING_SHARDS, 1, MAX_PENDING_SHARDS
+        ),
+        min_age_seconds=integer_env(environ, ENV_MIN_AGE_SECONDS, DEFAULT_MIN_AGE_SECONDS, 0),
+        max_items=integer_env(environ, ENV_MAX_ITEMS, DEFAULT_MAX_ITEMS, 1),
     )
 
 
@@ -633,7 +616,7 @@ def handler(event: Mapping[str, Any] | None, context: LambdaContext) -> dict[str
         max_items=runtime.max_items,
         time_left=lambda: context.get_remaining_time_in_millis() / 1000,
     )
-    record_metrics(result, metrics, runtime.sink.name)
+    record_metrics(result, metrics, runtime.sink.rules.name)
     metrics.flush_metrics()
     logger.info("sweep done", extra={"result": _summary(result)})
     return _summary(result)

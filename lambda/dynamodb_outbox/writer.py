@@ -19,8 +19,12 @@ Every transaction item costs two underlying writes (prepare + commit), so an
 entity plus one event costs 4 write units where a plain Put costs 1; a
 cancelled transaction still consumes capacity.
 
+An event the table's sink would never accept (too large for it, a field it
+refuses) is refused too, by the sink's own rules (:mod:`dynamodb_outbox.sinks`,
+chosen with ``publish_to``): committed, it could only be quarantined.
+
 This module ships to application code (Lambda layer): it imports only the
-standard library, boto3/botocore and the envelope module.
+standard library, boto3/botocore, python-ulid and the envelope and sink rules.
 """
 
 from __future__ import annotations
@@ -47,11 +51,12 @@ from dynamodb_outbox.envelope import (
     InvalidEnvelope,
     outbox_item,
 )
+from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
 
 __all__ = [
     "MAX_CLIENT_REQUEST_TOKEN_LENGTH",
-    "MAX_EVENT_BYTES",
     "MAX_ITEM_BYTES",
+    "MAX_NESTING_LEVELS",
     "MAX_TRANSACTION_ACTIONS",
     "MAX_TRANSACTION_BYTES",
     "CancellationReason",
@@ -71,6 +76,7 @@ __all__ = [
     "TransactionCancelled",
     "TransactionInProgress",
     "TransactionTooLarge",
+    "UnpublishableEvent",
     "WriteResult",
     "attribute_value_size",
     "condition_check_action",
@@ -92,13 +98,8 @@ MAX_TRANSACTION_BYTES: Final = 4 * 1024 * 1024
 MAX_ITEM_BYTES: Final = 400 * 1024
 """Largest DynamoDB item (AWS: "400 KB"); sizes are estimated from above, see :func:`item_size`."""
 
-MAX_EVENT_BYTES: Final = 256 * 1024
-"""Largest event the bus accepts (EventBridge PutEvents and SNS: 256 KB).
-
-AWS announced 1 MB EventBridge payloads; until that holds for every target the
-256 KB bound is the safe one. An event over it could never be published: it
-would sit in the table as a poison item, so the writer refuses it up front.
-"""
+MAX_NESTING_LEVELS: Final = 32
+"""DynamoDB "supports nested attributes up to 32 levels deep"."""
 
 MAX_CLIENT_REQUEST_TOKEN_LENGTH: Final = 36
 
@@ -161,7 +162,15 @@ class ItemTooLarge(LimitExceeded):
 
 
 class EventTooLarge(LimitExceeded):
-    """An event is over the bus limit and could never be published; ``index`` is its action."""
+    """Over its sink's size limit, the event could never be published; ``index`` is its action."""
+
+
+class UnpublishableEvent(InvalidWrite):
+    """The table's sink would never accept the event (a field it refuses); ``index``: its action."""
+
+    def __init__(self, message: str, *, index: int) -> None:
+        super().__init__(message)
+        self.index = index
 
 
 @dataclass(frozen=True)
@@ -382,28 +391,32 @@ def _serialize(value: Any, path: str) -> dict[str, Any]:
     return serialized
 
 
-def _prepare(value: Any, path: str) -> Any:
+def _prepare(value: Any, path: str, depth: int = 1) -> Any:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidWrite(
                 f"attribute {path!r} is {value!r}; DynamoDB numbers have no NaN or Infinity"
             )
         return Decimal(repr(value))
+    if isinstance(value, Mapping | list | tuple) and depth > MAX_NESTING_LEVELS:
+        raise InvalidWrite(
+            f"attribute {path[:200]!r} nests deeper than DynamoDB's {MAX_NESTING_LEVELS} levels"
+        )
     if isinstance(value, Mapping):
         prepared = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidWrite(f"attribute {path!r} has a non-string map key {key!r}")
-            prepared[key] = _prepare(item, f"{path}.{key}")
+            prepared[key] = _prepare(item, f"{path}.{key}", depth + 1)
         return prepared
     if isinstance(value, list | tuple):
-        return [_prepare(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        return [_prepare(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
     if isinstance(value, set | frozenset):
         if not value:
             raise InvalidWrite(
                 f"attribute {path!r} is an empty set; DynamoDB cannot store one, omit the attribute"
             )
-        return {_prepare(item, path) for item in value}
+        return {_prepare(item, path, depth) for item in value}
     return value
 
 
@@ -513,7 +526,10 @@ class OutboxWriter:
     setting (it spreads the pending index over that many partitions).
     ``key_schemas`` names the key attributes of OTHER tables touched by extra
     Puts, so duplicate actions on them are caught before calling AWS.
-    ``max_event_bytes`` is the bus limit an event must fit (``None`` disables it).
+    ``publish_to`` is the module's setting of the same name (``eventbridge``,
+    the default, ``sns``, or ``sns_fifo`` for a FIFO topic): events are checked
+    against that sink's rules (size, field limits), so an event it would never
+    accept is refused here instead of being committed and quarantined.
     """
 
     def __init__(
@@ -524,7 +540,7 @@ class OutboxWriter:
         pending_shards: int = DEFAULT_PENDING_SHARDS,
         source: str | None = None,
         key_schemas: Mapping[str, Sequence[str]] | None = None,
-        max_event_bytes: int | None = MAX_EVENT_BYTES,
+        publish_to: str = PUBLISH_TO_EVENTBRIDGE,
     ) -> None:
         if not table_name or not isinstance(table_name, str):
             raise InvalidWrite("table_name must be a non-empty string")
@@ -535,7 +551,10 @@ class OutboxWriter:
         self.table_name = table_name
         self.pending_shards = pending_shards
         self.source = source
-        self.max_event_bytes = max_event_bytes
+        try:
+            self.sink_rules: SinkRules = rules_for(publish_to)
+        except ValueError as exc:
+            raise InvalidWrite(str(exc)) from None
         self._client = client
         self._key_schemas: dict[str, tuple[str, ...]] = {
             name: tuple(attrs) for name, attrs in (key_schemas or {}).items()
@@ -718,23 +737,7 @@ class OutboxWriter:
             )
         item = outbox_item(pk, envelope, self.pending_shards)
         label = f"Put outbox event {envelope.type} {_describe_key(item)}"
-        if self.max_event_bytes is not None:
-            # PutEvents entry size: 14 bytes for Time + Source + DetailType + Detail.
-            event_bytes = (
-                14
-                + _utf8_len(envelope.source)
-                + _utf8_len(envelope.type)
-                + _utf8_len(item["envelope"]["S"])
-            )
-            if event_bytes > self.max_event_bytes:
-                raise EventTooLarge(
-                    f"action {index} ({label}): the event is {event_bytes} bytes, over the "
-                    f"bus limit of {self.max_event_bytes} bytes; it could never be published "
-                    "(store the data in the entity and publish a reference instead)",
-                    limit=self.max_event_bytes,
-                    actual=event_bytes,
-                    index=index,
-                )
+        self._check_sink_rules(envelope, index, label)
         return _Action(
             request={
                 "Put": {
@@ -751,6 +754,26 @@ class OutboxWriter:
             identity=_identity(self.table_name, item),
             size=item_size(item),
         )
+
+    def _check_sink_rules(self, envelope: Envelope, index: int, label: str) -> None:
+        rules = self.sink_rules
+        event = OutboundEvent.of(envelope)
+        size = rules.entry_size(event)
+        if size > rules.max_request_bytes:
+            raise EventTooLarge(
+                f"action {index} ({label}): the event is {size} bytes for {rules.name}, over its "
+                f"limit of {rules.max_request_bytes} bytes; it could never be published "
+                "(store the data in the entity and publish a reference instead)",
+                limit=rules.max_request_bytes,
+                actual=size,
+                index=index,
+            )
+        refusal = rules.refusal(event)
+        if refusal is not None:
+            raise UnpublishableEvent(
+                f"action {index} ({label}): {rules.name} would never accept this event: {refusal}",
+                index=index,
+            )
 
     def _extra_action(self, raw: Mapping[str, Any], index: int, position: int) -> _Action:
         where = f"extra action #{position} (action {index})"

@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from ulid import ULID
 
 from dynamodb_outbox.envelope import ATTR_PENDING_SHARD, Envelope, outbox_item
-from dynamodb_outbox.publisher import put_events_entry_size
+from dynamodb_outbox.sinks import put_events_entry_size
 from tests.factories import REGION, make_envelope, outbox_stream_record, sequence_numbers
 
 if TYPE_CHECKING:

@@ -15,13 +15,8 @@ from botocore.exceptions import EndpointConnectionError
 
 from dynamodb_outbox import publisher
 from dynamodb_outbox.envelope import ATTR_ENVELOPE
-from dynamodb_outbox.publisher import (
-    SNS_MAX_REQUEST_BYTES,
-    PublishResult,
-    SnsSink,
-    publish_stream_batch,
-    sns_entry_size,
-)
+from dynamodb_outbox.publisher import PublishResult, publish_stream_batch
+from dynamodb_outbox.sinks import SNS_MAX_REQUEST_BYTES, SnsSink, sns_entry_size
 from tests.factories import outbox_stream_record, sequence_numbers, stream_event
 from tests.functional.outbox_helpers import (
     FIXED_NOW,

@@ -25,13 +25,8 @@ from dynamodb_outbox.envelope import (
     Envelope,
     outbox_item,
 )
-from dynamodb_outbox.publisher import (
-    PUT_EVENTS_MAX_REQUEST_BYTES,
-    EventBridgeSink,
-    MissingSequenceNumber,
-    PublishResult,
-    publish_stream_batch,
-)
+from dynamodb_outbox.publisher import MissingSequenceNumber, PublishResult, publish_stream_batch
+from dynamodb_outbox.sinks import PUT_EVENTS_MAX_REQUEST_BYTES, EventBridgeSink
 from tests.factories import (
     REGION,
     make_envelope,

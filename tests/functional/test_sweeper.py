@@ -23,15 +23,9 @@ from dynamodb_outbox.envelope import (
     outbox_item,
     pending_shard,
 )
-from dynamodb_outbox.publisher import (
-    EntryResult,
-    EventBridgeSink,
-    OutboundEvent,
-    PublishResult,
-    Sink,
-    SnsSink,
-    publish_stream_batch,
-)
+from dynamodb_outbox.publisher import PublishResult, publish_stream_batch
+from dynamodb_outbox.settings import ConfigurationError
+from dynamodb_outbox.sinks import EntryResult, EventBridgeSink, OutboundEvent, Sink, SnsSink
 from dynamodb_outbox.sweeper import SweepResult, sweep
 from dynamodb_outbox.writer import OutboxWriter
 from tests.factories import make_envelope
@@ -71,15 +65,7 @@ class HookedSink:
         self.inner = inner
         self.hook = hook
         self.after_each = after_each
-        self.name = inner.name
-        self.max_entries = inner.max_entries
-        self.max_request_bytes = inner.max_request_bytes
-
-    def entry_size(self, event: OutboundEvent) -> int:
-        return self.inner.entry_size(event)
-
-    def unsendable_reason(self, event: OutboundEvent) -> str | None:
-        return self.inner.unsendable_reason(event)
+        self.rules = inner.rules
 
     def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
         if self.hook is not None:
@@ -694,7 +680,7 @@ def test_handler_with_an_invalid_setting_fails_naming_the_variable(
     monkeypatch.setenv("OUTBOX_SWEEPER_MAX_ITEMS", "lots")
     outbox = write_outbox(outbox_table, 1, made_at=OLD)
 
-    with pytest.raises(sweeper.ConfigurationError, match="OUTBOX_SWEEPER_MAX_ITEMS"):
+    with pytest.raises(ConfigurationError, match="OUTBOX_SWEEPER_MAX_ITEMS"):
         sweeper.handler({}, FakeLambdaContext())
 
     assert outbox_sort_keys(outbox_table) == {outbox.sk(0)}

@@ -49,8 +49,9 @@ from dynamodb_outbox.local import (
     mapping_config,
     stream_records_follow,
 )
-from dynamodb_outbox.publisher import EventBridgeSink, publish_stream_batch
+from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.reference_consumer import build_handler
+from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import SweepResult, sweep
 
 REGION = "eu-west-1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import io
 import json
@@ -9,6 +10,8 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "build_package.py"
@@ -39,15 +42,34 @@ def test_zip_entries_are_sorted_with_fixed_timestamps_and_permissions(tmp_path: 
     assert {i.external_attr >> 16 for i in infos} == {0o100644}
 
 
-def test_zip_ships_the_handlers_alone_not_the_local_runtime_bytecode_or_other_packages() -> None:
+def test_zip_ships_the_handlers_and_python_ulid_not_the_local_runtime_or_bytecode() -> None:
     builder = _load_builder()
     names = [arcname for arcname, _ in builder.entries()]
+    ulid_version = builder.pinned_version("python-ulid")
     assert "dynamodb_outbox/publisher.py" in names
     assert "dynamodb_outbox/envelope.py" in names
-    assert "dynamodb_outbox/ulid_codec.py" in names
-    assert [n for n in names if not n.startswith("dynamodb_outbox/")] == []
+    assert "dynamodb_outbox/event_ids.py" in names
+    assert "ulid/__init__.py" in names
+    assert f"python_ulid-{ulid_version}.dist-info/METADATA" in names
+    assert f"python_ulid-{ulid_version}.dist-info/licenses/LICENSE" in names
+    outside = [n for n in names if not n.startswith(("dynamodb_outbox/", "ulid/"))]
+    assert outside == [
+        f"python_ulid-{ulid_version}.dist-info/METADATA",
+        f"python_ulid-{ulid_version}.dist-info/licenses/LICENSE",
+    ]
     assert not [n for n in names if n.startswith("dynamodb_outbox/local/")]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def test_build_refuses_a_python_ulid_other_than_the_pinned_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builder = _load_builder()
+    requirements = tmp_path / "requirements-dev.txt"
+    requirements.write_text("boto3==1.0\npython-ulid==0.0.1\n")
+    monkeypatch.setattr(builder, "REQUIREMENTS", requirements)
+    with pytest.raises(builder.BuildError, match=r"pins 0\.0\.1; run `make venv`"):
+        builder.entries()
 
 
 def test_check_fails_and_names_the_stale_entry_when_the_zip_differs(tmp_path: Path) -> None:
@@ -133,9 +155,9 @@ def test_committed_layer_zip_matches_a_fresh_build() -> None:
 
 
 # What Lambda gives a function besides the zip: the runtime's boto3 (with its own
-# dependencies) and the Powertools layer (with its own). Anything else a handler
-# imports would import here, from the test venv, and fail on Lambda.
-PROVIDED_DISTRIBUTIONS = {
+# dependencies) and the Powertools layer (with its own). A handler importing
+# anything else would work here, from the test venv, and fail on Lambda.
+PROVIDED_DISTRIBUTIONS = (
     "boto3",
     "botocore",
     "s3transfer",
@@ -145,52 +167,57 @@ PROVIDED_DISTRIBUTIONS = {
     "urllib3",
     "aws-lambda-powertools",
     "typing-extensions",
-}
+)
 HANDLERS = (
     "dynamodb_outbox.publisher",
     "dynamodb_outbox.sweeper",
     "dynamodb_outbox.reference_consumer",
     "dynamodb_outbox.consumer",
     "dynamodb_outbox.writer",
+    "dynamodb_outbox.envelope",
 )
-# boto3 first, as the runtime has it (with whatever optional extras it finds);
-# then the handler, and the top-level modules it adds.
+# boto3 first, as the runtime has it; then the handler. Where each module came from.
 _IMPORT_FROM_ZIP = """
-import importlib, importlib.metadata, json, sys
+import importlib, json, sys
 import boto3
-before = set(sys.modules)
 importlib.import_module(sys.argv[1])
-owners = importlib.metadata.packages_distributions()
-added = {name.split(".")[0] for name in set(sys.modules) - before}
-added -= set(sys.stdlib_module_names)
-print(json.dumps({
-    "package_file": sys.modules["dynamodb_outbox"].__file__,
-    "from": {root: owners.get(root, ["?"]) for root in sorted(added)},
-}))
+print(json.dumps({name: getattr(sys.modules[name], "__file__", None)
+                  for name in ("dynamodb_outbox", "ulid") if name in sys.modules}))
 """
 
 
-def _distribution(name: str) -> str:
-    return name.lower().replace("_", "-")
+def _lambda_like_site(target: Path) -> Path:
+    """A folder holding only what Lambda provides: links to those distributions' top levels."""
+    target.mkdir()
+    for name in PROVIDED_DISTRIBUTIONS:
+        distribution = importlib.metadata.distribution(name)
+        for file in distribution.files or ():
+            top = file.parts[0]
+            if top.endswith((".dist-info", ".data")) or top in {"..", "__pycache__"}:
+                continue
+            link = target / top
+            if not link.exists():
+                link.symlink_to(Path(str(distribution.locate_file(top))))
+    return target
 
 
 def test_each_handler_imports_from_the_zip_with_only_what_lambda_provides(tmp_path: Path) -> None:
+    """python-ulid must come from the zip; nothing else the venv has may be needed."""
+    extracted = tmp_path / "zip"
     with zipfile.ZipFile(ROOT / "package" / "dynamodb_outbox.zip") as archive:
-        archive.extractall(tmp_path)
+        archive.extractall(extracted)
+    site = _lambda_like_site(tmp_path / "site")
     for handler in HANDLERS:
         done = subprocess.run(
-            [sys.executable, "-B", "-c", _IMPORT_FROM_ZIP, handler],
+            # -S: no site-packages at all, so only the zip and the Lambda-like site count.
+            [sys.executable, "-S", "-B", "-c", _IMPORT_FROM_ZIP, handler],
             capture_output=True,
             text=True,
-            env={"PYTHONPATH": str(tmp_path), "AWS_DEFAULT_REGION": "us-east-1"},
-            check=True,
+            env={"PYTHONPATH": f"{extracted}:{site}", "AWS_DEFAULT_REGION": "us-east-1"},
+            check=False,
         )
-        seen = json.loads(done.stdout)
-        assert Path(seen["package_file"]).is_relative_to(tmp_path), seen["package_file"]
-        foreign = {
-            root: owners
-            for root, owners in seen["from"].items()
-            if root != "dynamodb_outbox"
-            and not {_distribution(owner) for owner in owners} & PROVIDED_DISTRIBUTIONS
-        }
-        assert foreign == {}, f"{handler} imports what neither the zip nor Lambda provides"
+        assert done.returncode == 0, f"{handler} cannot import on Lambda:\n{done.stderr}"
+        files = json.loads(done.stdout)
+        assert Path(files["dynamodb_outbox"]).is_relative_to(extracted), files
+        if "ulid" in files:
+            assert Path(files["ulid"]).is_relative_to(extracted), files

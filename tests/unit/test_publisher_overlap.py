@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from dynamodb_outbox.publisher import EventBridgeSink, publish_stream_batch
+from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.sinks import EventBridgeSink
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
 TABLE = "orders"

@@ -12,16 +12,18 @@ from aws_lambda_powertools import Metrics
 
 from dynamodb_outbox import publisher
 from dynamodb_outbox.publisher import (
-    NON_RETRYABLE_PUT_EVENTS_CODES,
+    MissingSequenceNumber,
+    PublishResult,
+    publish_stream_batch,
+    record_metrics,
+)
+from dynamodb_outbox.sinks import (
+    POISON_PUT_EVENTS_CODES,
     PUT_EVENTS_MAX_ENTRIES,
     PUT_EVENTS_MAX_REQUEST_BYTES,
     EventBridgeSink,
-    MissingSequenceNumber,
     OutboundEvent,
-    PublishResult,
-    publish_stream_batch,
     put_events_entry_size,
-    record_metrics,
 )
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
@@ -70,7 +72,7 @@ def _publish(
 def _record_of_entry_size(size: int, seq: str) -> dict[str, Any]:
     """An outbox INSERT whose PutEvents entry is exactly ``size`` bytes by AWS's formula."""
     envelope = make_envelope(payload={"blob": ""})
-    base = EventBridgeSink(FakeEvents(), "bus").entry_size(
+    base = EventBridgeSink(FakeEvents(), "bus").rules.entry_size(
         OutboundEvent(envelope=envelope, body=envelope.to_json(), time=None)  # type: ignore[arg-type]
     )
     envelope = make_envelope(payload={"blob": "x" * (size - base)})
@@ -97,7 +99,7 @@ def test_sink_sizes_the_stored_json_not_a_re_encoding() -> None:
     stored = json.dumps(envelope.to_dict(), indent=2, ensure_ascii=False)
     event = OutboundEvent(envelope=envelope, body=stored, time=None)  # type: ignore[arg-type]
 
-    size = EventBridgeSink(FakeEvents(), "bus").entry_size(event)
+    size = EventBridgeSink(FakeEvents(), "bus").rules.entry_size(event)
 
     assert size == 14 + len(envelope.source) + len(envelope.type) + len(stored.encode("utf-8"))
 
@@ -166,7 +168,13 @@ def test_never_more_than_ten_entries_per_call() -> None:
         ("InternalFailure", True),
         ("ThrottlingException", True),
         ("SomeCodeAwsAddsLater", True),
-        *[(code, False) for code in sorted(NON_RETRYABLE_PUT_EVENTS_CODES)],
+        # Permissions and the bus, not the event: a misconfiguration must not
+        # quarantine every event (docs/decisions.md).
+        ("AccessDeniedException", True),
+        ("InvalidAccountIdException", True),
+        ("NotAuthorizedForSourceException", True),
+        ("NotAuthorizedForDetailTypeException", True),
+        *[(code, False) for code in sorted(POISON_PUT_EVENTS_CODES)],
     ],
 )
 def test_put_events_error_codes_are_classified(code: str, retryable: bool) -> None:

@@ -7,15 +7,16 @@ from typing import Any
 import pytest
 
 from dynamodb_outbox.publisher import (
-    RETRYABLE_SNS_SENDER_FAULT_CODES,
+    ConfigurationError,
+    publish_stream_batch,
+    sink_from_environment,
+)
+from dynamodb_outbox.sinks import (
     SNS_MAX_ENTRIES,
     SNS_MAX_REQUEST_BYTES,
-    ConfigurationError,
     EventBridgeSink,
     OutboundEvent,
     SnsSink,
-    publish_stream_batch,
-    sink_from_environment,
     sns_entry_size,
 )
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
@@ -62,7 +63,7 @@ def _event(**overrides: Any) -> OutboundEvent:
 def _record_of_entry_size(size: int, seq: str) -> dict[str, Any]:
     """An outbox INSERT whose SNS entry is exactly ``size`` bytes, attributes included."""
     sink = SnsSink(FakeSns(), TOPIC_ARN)
-    base = sink.entry_size(_event(payload={"blob": ""}))
+    base = sink.rules.entry_size(_event(payload={"blob": ""}))
     envelope = make_envelope(payload={"blob": "x" * (size - base)})
     return outbox_stream_record(envelope, "ORDER#1", seq)
 
@@ -81,7 +82,7 @@ def test_entry_size_counts_body_and_each_attribute_name_type_and_value_in_utf8()
 def test_sink_sizes_the_stored_json_plus_the_filter_attributes() -> None:
     event = _event(type="OrderPlaced", source="app.orders")
 
-    size = SnsSink(FakeSns(), TOPIC_ARN).entry_size(event)
+    size = SnsSink(FakeSns(), TOPIC_ARN).rules.entry_size(event)
 
     attributes = len("event_type") + 6 + len("OrderPlaced") + len("source") + 6 + len("app.orders")
     assert size == len(event.body.encode()) + attributes
@@ -90,7 +91,7 @@ def test_sink_sizes_the_stored_json_plus_the_filter_attributes() -> None:
 def test_limits_are_ten_messages_and_256_kib_per_batch() -> None:
     sink = SnsSink(FakeSns(), TOPIC_ARN)
     assert (SNS_MAX_ENTRIES, SNS_MAX_REQUEST_BYTES) == (10, 262_144)
-    assert (sink.max_entries, sink.max_request_bytes) == (10, 262_144)
+    assert (sink.rules.max_entries, sink.rules.max_request_bytes) == (10, 262_144)
 
 
 def _publish(records: list[dict[str, Any]], sns: FakeSns, dynamodb: FakeDynamoDB) -> Any:
@@ -172,10 +173,10 @@ def test_fifo_entries_use_the_subject_as_group_and_the_event_id_as_dedup_id() ->
 def test_fifo_subject_must_be_a_valid_message_group_id(subject: str, sendable: bool) -> None:
     event = _event(subject=subject)
 
-    reason = SnsSink(FakeSns(), FIFO_TOPIC_ARN).unsendable_reason(event)
+    reason = SnsSink(FakeSns(), FIFO_TOPIC_ARN).rules.refusal(event)
 
     assert (reason is None) == sendable
-    assert SnsSink(FakeSns(), TOPIC_ARN).unsendable_reason(event) is None  # standard: any subject
+    assert SnsSink(FakeSns(), TOPIC_ARN).rules.refusal(event) is None  # standard: any subject
 
 
 @pytest.mark.parametrize(
@@ -187,9 +188,23 @@ def test_fifo_subject_must_be_a_valid_message_group_id(subject: str, sendable: b
         ({"Code": "InternalError", "SenderFault": False}, True),
         ({"Code": "NewServerSideCode", "SenderFault": False}, True),
         ({"Code": "NoSenderFaultField"}, True),
+        # SenderFault, but about the caller or the topic, not the message: retried,
+        # so a misconfiguration never quarantines every event (docs/decisions.md).
         *[
             ({"Code": code, "SenderFault": True}, True)
-            for code in sorted(RETRYABLE_SNS_SENDER_FAULT_CODES)
+            for code in [
+                "AuthorizationError",
+                "InvalidSecurity",
+                "KMSAccessDenied",
+                "KMSDisabled",
+                "KMSInvalidState",
+                "KMSNotFound",
+                "KMSOptInRequired",
+                "KMSThrottling",
+                "NotFound",
+                "Throttled",
+                "SenderFaultAwsAddsLater",
+            ]
         ],
     ],
     ids=lambda value: value["Code"] if isinstance(value, dict) else str(value),

@@ -9,7 +9,8 @@ import pytest
 from ulid import ULID
 
 from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, pending_shard
-from dynamodb_outbox.publisher import ConfigurationError, EventBridgeSink, SnsSink
+from dynamodb_outbox.publisher import ConfigurationError
+from dynamodb_outbox.sinks import EventBridgeSink, SnsSink
 from dynamodb_outbox.sweeper import (
     DEFAULT_MAX_ITEMS,
     DEFAULT_MIN_AGE_SECONDS,

@@ -21,13 +21,11 @@ from botocore.stub import Stubber
 from dynamodb_outbox import writer as writer_module
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope, outbox_item, pending_shard
 from dynamodb_outbox.writer import (
-    MAX_EVENT_BYTES,
     MAX_ITEM_BYTES,
     MAX_TRANSACTION_ACTIONS,
     MAX_TRANSACTION_BYTES,
     Condition,
     DuplicateItemInTransaction,
-    EventTooLarge,
     IdempotentParameterMismatch,
     InvalidWrite,
     ItemTooLarge,
@@ -600,26 +598,6 @@ def test_transaction_just_under_4_mb_is_sent(writer: OutboxWriter, client: Recor
     assert len(client.items) == 12
 
 
-def test_event_over_the_bus_limit_is_refused_because_it_could_never_be_published(
-    writer: OutboxWriter, client: RecordingClient
-) -> None:
-    # GIVEN an event whose JSON alone exceeds 256 KB (but fits a DynamoDB item)
-    envelope = event(blob="x" * MAX_EVENT_BYTES)
-
-    # WHEN/THEN it is refused before it becomes a poison outbox item
-    with pytest.raises(EventTooLarge, match=r"action 1 \(Put outbox event OrderPlaced") as caught:
-        writer.write(ORDER, envelope)
-    assert caught.value.limit == MAX_EVENT_BYTES
-    assert caught.value.actual > MAX_EVENT_BYTES
-    assert client.calls == []
-
-
-def test_bus_limit_check_can_be_disabled(client: RecordingClient) -> None:
-    writer = OutboxWriter(TABLE, client, max_event_bytes=None)
-    writer.write(ORDER, event(blob="x" * MAX_EVENT_BYTES))
-    assert len(client.calls) == 1
-
-
 def client_side_item(entity: dict[str, Any]) -> dict[str, Any]:
     return writer_module.serialize_item(entity)
 
@@ -990,7 +968,6 @@ def test_every_writer_error_shares_one_base_and_refusals_are_value_errors() -> N
         TooManyActions,
         TransactionTooLarge,
         ItemTooLarge,
-        EventTooLarge,
         LimitExceeded,
     ):
         assert issubclass(error, InvalidWrite)

@@ -29,10 +29,11 @@ from dynamodb_outbox.envelope import (
     OUTBOX_SK_PREFIX,
     STATUS_PENDING,
 )
-from dynamodb_outbox.ulid_codec import ulid_datetime, ulid_milliseconds, ulid_of
+from dynamodb_outbox.event_ids import event_id_at, event_id_datetime, event_id_milliseconds
 
 if TYPE_CHECKING:
-    from dynamodb_outbox.publisher import PublishResult, Sink
+    from dynamodb_outbox.publisher import PublishResult
+    from dynamodb_outbox.sinks import Sink
 
 AttributeMap = dict[str, dict[str, Any]]
 ClientFactory = Callable[[str], Any]
@@ -242,7 +243,7 @@ def event_id_of(sort_key: str) -> str:
 
 def ulid_time(sort_key: str) -> datetime | None:
     try:
-        return ulid_datetime(event_id_of(sort_key))
+        return event_id_datetime(event_id_of(sort_key))
     except ValueError:
         return None
 
@@ -272,12 +273,12 @@ def boundary_sk(moment: datetime, *, upper: bool = False) -> str:
     """The lowest (or highest) outbox sort key of ``moment``'s millisecond."""
     milliseconds = max(0, int(moment.timestamp() * 1000))
     randomness = b"\xff" * 10 if upper else bytes(10)
-    return OUTBOX_SK_PREFIX + ulid_of(milliseconds, randomness)
+    return OUTBOX_SK_PREFIX + event_id_at(milliseconds, randomness)
 
 
 def check_event_id(event_id: str) -> str:
     try:
-        ulid_milliseconds(event_id)
+        event_id_milliseconds(event_id)
     except ValueError:
         raise bad_input(f"--event-id must be a ULID (26 characters), got {event_id!r}") from None
     return event_id
@@ -428,12 +429,8 @@ def batch_get(
 
 def make_sink(ctx: Context, bus_name: str | None, topic_arn: str | None) -> Sink:
     """The sink the flags name; without flags, the publisher's environment variables."""
-    from dynamodb_outbox.publisher import (
-        ConfigurationError,
-        EventBridgeSink,
-        SnsSink,
-        sink_from_environment,
-    )
+    from dynamodb_outbox.publisher import ConfigurationError, sink_from_environment
+    from dynamodb_outbox.sinks import EventBridgeSink, SnsSink
 
     try:
         if bus_name:

@@ -1,0 +1,132 @@
+"""Event ids: ULIDs made by python-ulid, unique across threads, processes and forks.
+
+A ULID is 48 bits of Unix time in milliseconds and 80 random bits, written as 26
+characters of Crockford's base32, so ULIDs sort by time as plain strings
+(https://github.com/ulid/spec). The outbox relies on that string order
+(``SK = OUTBOX#<id>``, the sweeper's ``SK <`` bound), so only the canonical form
+is accepted: upper case, without ``I L O U``.
+
+The id is every consumer's idempotency key: two events sharing one would make
+consumers drop the second as a duplicate, silently. So:
+
+* ids made in one process strictly increase, even within one millisecond and
+  across threads (python-ulid's monotonic generator), and even when the system
+  clock steps back (the generator's clock never goes below its last reading);
+* a forked child starts a generator of its own (``os.register_at_fork``):
+  without that, parent and child would both continue from the same last id and
+  make the same next one within that millisecond.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from datetime import datetime
+from typing import Final
+
+from ulid import ULID, ULIDGenerator
+
+__all__ = [
+    "EVENT_ID_LENGTH",
+    "MAX_MILLISECONDS",
+    "event_id_at",
+    "event_id_datetime",
+    "event_id_milliseconds",
+    "lowest_event_id_at",
+    "new_event_id",
+]
+
+EVENT_ID_LENGTH: Final = 26
+MAX_MILLISECONDS: Final = (1 << 48) - 1
+_RANDOMNESS_BYTES: Final = 10
+
+
+class _Generator:
+    """python-ulid's monotonic generator, with a clock read under the same lock.
+
+    ``ULIDGenerator`` reads its clock before taking its lock, so a thread could
+    pair an older millisecond with state a newer one left and make an id below
+    the previous one. Reading the clock and resolving the randomness together,
+    with a clock that never goes below its last reading, keeps every id above
+    every earlier one of the process.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last_milliseconds = 0
+        self._ulids = ULIDGenerator(clock=self._forward_clock)
+
+    def _forward_clock(self) -> int:
+        self._last_milliseconds = max(self._last_milliseconds, time.time_ns() // 1_000_000)
+        return self._last_milliseconds
+
+    def new(self) -> str:
+        with self._lock:
+            return str(self._ulids.generate())
+
+
+_generator = _Generator()
+
+
+def _forget_the_parents_generator() -> None:
+    # The child's copy holds the parent's last id (and maybe a lock some other
+    # thread of the parent held at fork time): start over with fresh state.
+    global _generator
+    _generator = _Generator()
+
+
+os.register_at_fork(after_in_child=_forget_the_parents_generator)
+
+
+def new_event_id() -> str:
+    """A new ULID: now and 80 random bits, greater than any this process made before."""
+    return _generator.new()
+
+
+def event_id_at(milliseconds: int, randomness: bytes) -> str:
+    """Exactly the ULID of ``milliseconds`` since the epoch and 10 bytes of ``randomness``."""
+    if isinstance(milliseconds, bool) or not 0 <= milliseconds <= MAX_MILLISECONDS:
+        raise ValueError(
+            f"ULID time must be 0..{MAX_MILLISECONDS} milliseconds, got {milliseconds}"
+        )
+    if len(randomness) != _RANDOMNESS_BYTES:
+        raise ValueError(f"ULID randomness must be 10 bytes, got {len(randomness)}")
+    return str(ULID.from_bytes(milliseconds.to_bytes(6, "big") + bytes(randomness)))
+
+
+def lowest_event_id_at(milliseconds: int) -> str:
+    """The smallest ULID of that millisecond: every ULID made earlier sorts below it."""
+    return event_id_at(milliseconds, bytes(_RANDOMNESS_BYTES))
+
+
+def _parse(text: object) -> ULID:
+    if not isinstance(text, str):
+        raise ValueError(f"a ULID is a string, got {type(text).__name__}")
+    parsed = ULID.from_str(text)  # ValueError for a wrong length, alphabet or overflow
+    if str(parsed) != text:
+        raise ValueError(
+            f"{text!r} is not in canonical form (upper case, no I, L, O or U): "
+            f"ids must sort by time as plain strings"
+        )
+    return parsed
+
+
+def event_id_milliseconds(text: object) -> int:
+    """The time of a canonical ULID string, in milliseconds since the epoch.
+
+    Raises ``ValueError`` saying why when ``text`` is not one.
+    """
+    return _parse(text).milliseconds
+
+
+def event_id_datetime(text: object) -> datetime:
+    """The time of a canonical ULID string, as an aware UTC datetime.
+
+    ``ValueError`` when ``text`` is not one, or when its time is past year 9999.
+    """
+    parsed = _parse(text)
+    try:
+        return parsed.datetime
+    except (OverflowError, OSError) as exc:
+        raise ValueError(f"the time of ULID {text!r} is not a representable date: {exc}") from exc

@@ -1,0 +1,532 @@
+"""The transports events leave by, and the rules each one imposes on an event.
+
+A sink is one API: :class:`EventBridgeSink` (``PutEvents`` on a bus) or
+:class:`SnsSink` (``PublishBatch`` on a topic). What a sink can carry is
+described by its :class:`SinkRules`, which need no client, so that two parts
+share one definition:
+
+* the writer refuses up front an event the sink the table publishes to would
+  never accept (:func:`rules_for` turns the module's ``publish_to`` into rules);
+* the publisher quarantines such an event when one reaches the table anyway
+  (an older writer, a hand-written item), before any call, so that it cannot
+  fail the call of its neighbours.
+
+Per-entry failures are classified by one rule for both sinks: an entry is
+poison only when its error code says the entry itself is malformed. Every other
+code, including authorisation, KMS and codes AWS adds later, is retried: a
+configuration mistake then blocks publishing and fires the alarms instead of
+quarantining every event, and once it is fixed the events flow again.
+
+Only the standard library and the envelope module are imported here, so the
+writer can use the rules without pulling in boto3's clients or Powertools.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final, NamedTuple, Protocol, TypedDict
+
+from dynamodb_outbox.envelope import Envelope
+
+__all__ = [
+    "EVENTBRIDGE_RULES",
+    "POISON_PUT_EVENTS_CODES",
+    "POISON_SNS_CODES",
+    "PUBLISH_TO_EVENTBRIDGE",
+    "PUBLISH_TO_SNS",
+    "PUBLISH_TO_SNS_FIFO",
+    "PUT_EVENTS_MAX_DETAIL_TYPE_LENGTH",
+    "PUT_EVENTS_MAX_ENTRIES",
+    "PUT_EVENTS_MAX_REQUEST_BYTES",
+    "PUT_EVENTS_MAX_SOURCE_LENGTH",
+    "PUT_EVENTS_TIME_BYTES",
+    "SNS_ATTRIBUTE_OVERHEAD_BYTES",
+    "SNS_FIFO_RULES",
+    "SNS_MAX_ENTRIES",
+    "SNS_MAX_REQUEST_BYTES",
+    "SNS_RULES",
+    "EntryResult",
+    "EventBridgeRules",
+    "EventBridgeSink",
+    "EventsClient",
+    "OutboundEvent",
+    "Sink",
+    "SinkError",
+    "SinkRules",
+    "SnsClient",
+    "SnsRules",
+    "SnsSink",
+    "is_sns_topic_arn",
+    "put_events_entry_size",
+    "rules_for",
+    "sns_entry_size",
+]
+
+PUBLISH_TO_EVENTBRIDGE: Final = "eventbridge"
+PUBLISH_TO_SNS: Final = "sns"
+PUBLISH_TO_SNS_FIFO: Final = "sns_fifo"
+
+PUT_EVENTS_MAX_ENTRIES: Final = 10
+# AWS: the entries of one PutEvents request must total *less than* 256 KB. The
+# 2026 1 MB payload announcement is not relied on until it is confirmed per request.
+PUT_EVENTS_MAX_REQUEST_BYTES: Final = 256 * 1024 - 1
+# AWS's entry size formula counts 14 bytes for an entry that carries a Time.
+PUT_EVENTS_TIME_BYTES: Final = 14
+# PutEventsRequestEntry: DetailType 1-128 and Source 1-256 characters; "aws." is
+# reserved for AWS services. A violation fails the whole request (a
+# ValidationException), not just the entry, so it must never reach a call.
+PUT_EVENTS_MAX_DETAIL_TYPE_LENGTH: Final = 128
+PUT_EVENTS_MAX_SOURCE_LENGTH: Final = 256
+_RESERVED_SOURCE_PREFIX: Final = "aws."
+# PutEvents: "For the JSON number (integer) data type, the constraints are: a
+# minimum value of -9,223,372,036,854,775,808 and a maximum value of
+# 9,223,372,036,854,775,807."
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_LONG_DIGIT_RUN: Final = re.compile(r"\d{19}")
+
+# The per-entry codes that say the entry itself is malformed: quarantined.
+# AccessDeniedException, InvalidAccountIdException and the two
+# NotAuthorizedFor... codes, which AWS also calls non-retryable, describe the
+# publisher's permissions or the bus, not the event: they are retried.
+POISON_PUT_EVENTS_CODES: Final = frozenset(
+    {"InvalidArgument", "MalformedDetail", "RedactionFailure"}
+)
+
+SNS_MAX_ENTRIES: Final = 10
+# AWS: with the topic's default MaximumMessageSize, one message and the sum of a
+# batch's messages must not exceed 256 KiB, "including each message's body and
+# attributes".
+SNS_MAX_REQUEST_BYTES: Final = 256 * 1024
+SNS_STRING_DATA_TYPE: Final = "String"
+_SNS_TYPE_ATTRIBUTE: Final = "event_type"
+_SNS_SOURCE_ATTRIBUTE: Final = "source"
+#: What the two message attributes add to a message besides the type and source
+#: values: both names and both data types, in UTF-8 bytes.
+SNS_ATTRIBUTE_OVERHEAD_BYTES: Final = (
+    len(_SNS_TYPE_ATTRIBUTE) + len(_SNS_SOURCE_ATTRIBUTE) + 2 * len(SNS_STRING_DATA_TYPE)
+)
+# MessageGroupId / MessageDeduplicationId: 1-128 ASCII letters, digits, punctuation.
+_SNS_FIFO_ID: Final = re.compile(r"[!-~]{1,128}")
+# Message attribute values travel to the SQS subscription as SQS message
+# attributes, which take XML 1.0 characters only (no controls but tab, LF, CR).
+_NOT_XML_CHARACTER: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+# The SNS codes that say the message itself is malformed. SNS flags nearly every
+# error SenderFault, throttling, authorisation and KMS errors included, so the
+# flag does not tell poison from a misconfigured topic: the code does
+# (ParameterValueInvalid is InvalidParameterValueException's code in the model).
+POISON_SNS_CODES: Final = frozenset(
+    {"InvalidParameter", "InvalidParameterValue", "ParameterValueInvalid", "ValidationException"}
+)
+
+
+# --------------------------------------------------------------------------- clients
+
+
+class PutEventsRequestEntry(TypedDict, total=False):
+    Time: datetime
+    Source: str
+    Resources: list[str]
+    DetailType: str
+    Detail: str
+    EventBusName: str
+    TraceHeader: str
+
+
+class EventsClient(Protocol):
+    """The part of the boto3 EventBridge client a sink uses."""
+
+    def put_events(self, *, Entries: list[PutEventsRequestEntry]) -> Mapping[str, Any]: ...
+
+
+class SnsMessageAttributeValue(TypedDict):
+    DataType: str
+    StringValue: str
+
+
+class PublishBatchRequestEntry(TypedDict, total=False):
+    Id: str
+    Message: str
+    MessageAttributes: dict[str, SnsMessageAttributeValue]
+    MessageGroupId: str
+    MessageDeduplicationId: str
+
+
+class SnsClient(Protocol):
+    """The part of the boto3 SNS client a sink uses."""
+
+    def publish_batch(
+        self, *, TopicArn: str, PublishBatchRequestEntries: list[PublishBatchRequestEntry]
+    ) -> Mapping[str, Any]: ...
+
+
+# ----------------------------------------------------------------------------- events
+
+
+class OutboundEvent(NamedTuple):
+    """An event ready to send: its envelope, the exact JSON the writer committed, its UTC time."""
+
+    envelope: Envelope
+    body: str
+    time: datetime
+
+    @classmethod
+    def of(cls, envelope: Envelope, body: str | None = None) -> OutboundEvent:
+        """The event of ``envelope``, sending ``body`` (default: the envelope's own JSON)."""
+        return cls(envelope, envelope.to_json() if body is None else body, envelope.utc_time)
+
+
+class EntryResult(NamedTuple):
+    """What the transport said about one entry of a call."""
+
+    error_code: str | None = None
+    error_message: str | None = None
+    retryable: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code is None
+
+
+class SinkError(Exception):
+    """The call failed as a whole: nothing is known about any of its entries."""
+
+
+# ------------------------------------------------------------------------------ rules
+
+
+class SinkRules(Protocol):
+    """What one transport can carry; needs no client."""
+
+    @property
+    def name(self) -> str:
+        """The API, as metrics and messages name it: ``PutEvents`` or ``PublishBatch``."""
+        ...
+
+    @property
+    def max_entries(self) -> int: ...
+
+    @property
+    def max_request_bytes(self) -> int:
+        """Inclusive upper bound on the sum of :meth:`entry_size` over one call (and one entry)."""
+        ...
+
+    def entry_size(self, event: OutboundEvent) -> int:
+        """Bytes the transport counts for ``event``; ``UnicodeEncodeError`` if not UTF-8."""
+        ...
+
+    def refusal(self, event: OutboundEvent) -> str | None:
+        """Why the transport would never accept ``event`` besides its size, or None."""
+        ...
+
+
+def _utf16_length(text: str) -> int:
+    # AWS length constraints count characters as its Java services do: UTF-16
+    # code units, two for a character outside the Basic Multilingual Plane.
+    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+
+
+def _int64_overflow(payload: Any) -> int | None:
+    """An integer of ``payload`` outside the signed 64-bit range, or None."""
+    stack = [payload]
+    while stack:
+        node = stack.pop()
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, dict | list):
+                stack.append(child)
+            elif isinstance(child, int) and not _INT64_MIN <= child <= _INT64_MAX:
+                return child
+    return None
+
+
+def put_events_entry_size(
+    *, source: str, detail_type: str, detail: str, resources: Sequence[str] = (), has_time: bool
+) -> int:
+    """AWS's "Calculating PutEvents entry size" formula (EventBusName does not count)."""
+    size = PUT_EVENTS_TIME_BYTES if has_time else 0
+    size += len(source.encode("utf-8"))
+    size += len(detail_type.encode("utf-8"))
+    size += len(detail.encode("utf-8"))
+    size += sum(len(resource.encode("utf-8")) for resource in resources)
+    return size
+
+
+class EventBridgeRules(NamedTuple):
+    """``PutEvents``: at most 10 entries and less than 256 KB per call."""
+
+    max_request_bytes: int = PUT_EVENTS_MAX_REQUEST_BYTES
+    name: str = "PutEvents"
+    max_entries: int = PUT_EVENTS_MAX_ENTRIES
+
+    def entry_size(self, event: OutboundEvent) -> int:
+        return put_events_entry_size(
+            source=event.envelope.source,
+            detail_type=event.envelope.type,
+            detail=event.body,
+            has_time=True,
+        )
+
+    def refusal(self, event: OutboundEvent) -> str | None:
+        envelope = event.envelope
+        detail_type_length = _utf16_length(envelope.type)
+        if detail_type_length > PUT_EVENTS_MAX_DETAIL_TYPE_LENGTH:
+            return (
+                f"type is {detail_type_length} characters; PutEvents takes a DetailType of at "
+                f"most {PUT_EVENTS_MAX_DETAIL_TYPE_LENGTH}"
+            )
+        source_length = _utf16_length(envelope.source)
+        if source_length > PUT_EVENTS_MAX_SOURCE_LENGTH:
+            return (
+                f"source is {source_length} characters; PutEvents takes a Source of at most "
+                f"{PUT_EVENTS_MAX_SOURCE_LENGTH}"
+            )
+        if envelope.source[: len(_RESERVED_SOURCE_PREFIX)].lower() == _RESERVED_SOURCE_PREFIX:
+            return f"source {envelope.source[:64]!r} starts with 'aws.', which AWS reserves"
+        if _LONG_DIGIT_RUN.search(event.body):  # only then can an integer be out of range
+            overflow = _int64_overflow(envelope.payload)
+            if overflow is not None:
+                return (
+                    f"payload holds the integer {str(overflow)[:40]}, outside the signed 64-bit "
+                    "range PutEvents accepts (send it as a string)"
+                )
+        return None
+
+
+def sns_entry_size(message: str, attributes: Mapping[str, SnsMessageAttributeValue]) -> int:
+    """Bytes SNS counts for one message: the body plus each attribute's name, type and value.
+
+    AWS counts "each message's body and attributes" without a formula for the
+    attributes; counting all three parts in UTF-8 is the upper bound.
+    """
+    size = len(message.encode("utf-8"))
+    for name, value in attributes.items():
+        size += len(name.encode("utf-8"))
+        size += len(value["DataType"].encode("utf-8"))
+        size += len(value["StringValue"].encode("utf-8"))
+    return size
+
+
+def _sns_attributes(envelope: Envelope) -> dict[str, SnsMessageAttributeValue]:
+    return {
+        _SNS_TYPE_ATTRIBUTE: {"DataType": SNS_STRING_DATA_TYPE, "StringValue": envelope.type},
+        _SNS_SOURCE_ATTRIBUTE: {"DataType": SNS_STRING_DATA_TYPE, "StringValue": envelope.source},
+    }
+
+
+class SnsRules(NamedTuple):
+    """``PublishBatch``: at most 10 messages and 256 KiB per call; FIFO ids when ``fifo``."""
+
+    fifo: bool = False
+    max_request_bytes: int = SNS_MAX_REQUEST_BYTES
+    name: str = "PublishBatch"
+    max_entries: int = SNS_MAX_ENTRIES
+
+    def entry_size(self, event: OutboundEvent) -> int:
+        return sns_entry_size(event.body, _sns_attributes(event.envelope))
+
+    def refusal(self, event: OutboundEvent) -> str | None:
+        envelope = event.envelope
+        for name, value in (("type", envelope.type), ("source", envelope.source)):
+            bad = _NOT_XML_CHARACTER.search(value)
+            if bad is not None:
+                return (
+                    f"{name} holds the character U+{ord(bad.group()):04X}, which an SNS message "
+                    "attribute (and the SQS message it becomes) cannot carry"
+                )
+        if self.fifo and not _SNS_FIFO_ID.fullmatch(envelope.subject):
+            return (
+                f"subject {envelope.subject[:150]!r} cannot be a FIFO MessageGroupId "
+                "(1-128 ASCII letters, digits or punctuation)"
+            )
+        return None
+
+
+EVENTBRIDGE_RULES: Final = EventBridgeRules()
+SNS_RULES: Final = SnsRules()
+SNS_FIFO_RULES: Final = SnsRules(fifo=True)
+
+_RULES_BY_NAME: Final[Mapping[str, SinkRules]] = {
+    PUBLISH_TO_EVENTBRIDGE: EVENTBRIDGE_RULES,
+    PUBLISH_TO_SNS: SNS_RULES,
+    PUBLISH_TO_SNS_FIFO: SNS_FIFO_RULES,
+}
+
+
+def rules_for(publish_to: str) -> SinkRules:
+    """The rules of the module's ``publish_to``: ``eventbridge``, ``sns`` or ``sns_fifo``."""
+    rules = _RULES_BY_NAME.get(publish_to.strip().lower()) if isinstance(publish_to, str) else None
+    if rules is None:
+        raise ValueError(
+            f"publish_to must be one of {', '.join(sorted(_RULES_BY_NAME))}, got {publish_to!r}"
+        )
+    return rules
+
+
+# ------------------------------------------------------------------------------ sinks
+
+
+class Sink(Protocol):
+    """Where events go. One :meth:`send` is one API call, in the order given."""
+
+    @property
+    def rules(self) -> SinkRules: ...
+
+    def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
+        """One result per event, aligned with ``events``.
+
+        Raises :class:`SinkError` or a botocore error when the call itself
+        failed; any other exception means the request could not be built from
+        these events (nothing was sent).
+        """
+        ...
+
+
+class EventBridgeSink:
+    """``PutEvents`` on one bus (name or ARN)."""
+
+    def __init__(
+        self,
+        client: EventsClient,
+        event_bus_name: str,
+        *,
+        max_request_bytes: int = PUT_EVENTS_MAX_REQUEST_BYTES,
+    ) -> None:
+        if not event_bus_name:
+            raise ValueError("the event bus name (or ARN) must be a non-empty string")
+        self._client = client
+        self.event_bus_name = event_bus_name
+        self.rules: SinkRules = EventBridgeRules(max_request_bytes=max_request_bytes)
+
+    def entry(self, event: OutboundEvent) -> PutEventsRequestEntry:
+        return {
+            "Time": event.time,
+            "Source": event.envelope.source,
+            "DetailType": event.envelope.type,
+            "Detail": event.body,
+            "EventBusName": self.event_bus_name,
+        }
+
+    def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
+        response = self._client.put_events(Entries=[self.entry(event) for event in events])
+        entries = response.get("Entries")
+        if not isinstance(entries, list) or len(entries) != len(events):
+            # Without a 1:1 answer no entry can be trusted as published.
+            raise SinkError(
+                f"PutEvents answered {len(entries) if isinstance(entries, list) else 'no'} "
+                f"entries for {len(events)} sent"
+            )
+        return [self._result(entry) for entry in entries]
+
+    @staticmethod
+    def _result(entry: object) -> EntryResult:
+        code = entry.get("ErrorCode") if isinstance(entry, Mapping) else "MalformedResponse"
+        if not code:
+            return EntryResult()
+        message = entry.get("ErrorMessage") if isinstance(entry, Mapping) else None
+        return EntryResult(
+            error_code=str(code),
+            error_message=str(message or ""),
+            retryable=str(code) not in POISON_PUT_EVENTS_CODES,
+        )
+
+
+def is_sns_topic_arn(arn: str) -> bool:
+    parts = arn.split(":")
+    return len(parts) == 6 and parts[0] == "arn" and parts[2] == "sns" and all(parts[1:])
+
+
+class SnsSink:
+    """``PublishBatch`` on one topic.
+
+    The message is the stored envelope JSON, byte for byte. The attributes
+    ``event_type`` and ``source`` let subscriptions filter without parsing the
+    body. On a FIFO topic (ARN ending ``.fifo``) the envelope's subject is the
+    message group, so one aggregate's events keep their order, and the event id
+    is the deduplication id, so a republished event within SNS's 5-minute window
+    is dropped by SNS itself.
+    """
+
+    def __init__(
+        self,
+        client: SnsClient,
+        topic_arn: str,
+        *,
+        max_request_bytes: int = SNS_MAX_REQUEST_BYTES,
+    ) -> None:
+        if not is_sns_topic_arn(topic_arn):
+            raise ValueError(
+                f"the SNS topic must be given by ARN (arn:<partition>:sns:<region>:<account>:"
+                f"<name>), got {topic_arn!r}"
+            )
+        self._client = client
+        self.topic_arn = topic_arn
+        self.fifo = topic_arn.endswith(".fifo")
+        self.rules: SinkRules = SnsRules(fifo=self.fifo, max_request_bytes=max_request_bytes)
+
+    @staticmethod
+    def message_attributes(event: OutboundEvent) -> dict[str, SnsMessageAttributeValue]:
+        return _sns_attributes(event.envelope)
+
+    def entry(self, event: OutboundEvent, entry_id: str) -> PublishBatchRequestEntry:
+        entry: PublishBatchRequestEntry = {
+            "Id": entry_id,
+            "Message": event.body,
+            "MessageAttributes": self.message_attributes(event),
+        }
+        if self.fifo:
+            entry["MessageGroupId"] = event.envelope.subject
+            entry["MessageDeduplicationId"] = event.envelope.id
+        return entry
+
+    def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
+        # The position makes ids unique even when a stream batch carries the same
+        # record twice; the event id makes them readable in logs and traces.
+        ids = [f"{position}-{event.envelope.id}" for position, event in enumerate(events)]
+        response = self._client.publish_batch(
+            TopicArn=self.topic_arn,
+            PublishBatchRequestEntries=[
+                self.entry(event, entry_id) for event, entry_id in zip(events, ids, strict=True)
+            ],
+        )
+        successful = {
+            entry.get("Id")
+            for entry in _list(response.get("Successful"))
+            if isinstance(entry, dict)
+        }
+        failed = {
+            entry.get("Id"): entry
+            for entry in _list(response.get("Failed"))
+            if isinstance(entry, dict)
+        }
+        results: list[EntryResult] = []
+        for entry_id in ids:
+            if entry_id in failed:  # listed as failed wins: never delete what may not be out
+                results.append(self._failure(failed[entry_id]))
+            elif entry_id in successful:
+                results.append(EntryResult())
+            else:
+                results.append(
+                    EntryResult(
+                        error_code="MissingFromResponse",
+                        error_message="PublishBatch listed the entry neither as Successful "
+                        "nor as Failed",
+                        retryable=True,
+                    )
+                )
+        return results
+
+    @staticmethod
+    def _failure(entry: Mapping[str, Any]) -> EntryResult:
+        code = str(entry.get("Code") or "Unknown")
+        return EntryResult(
+            error_code=code,
+            error_message=str(entry.get("Message") or ""),
+            retryable=code not in POISON_SNS_CODES,
+        )
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
