@@ -112,6 +112,31 @@ def test_every_command_has_help(ops: Callable[..., Run]) -> None:
         assert "--dry-run" in run.out
 
 
+@pytest.mark.parametrize("value", ["eight", "0", "101", "8.5"])
+@pytest.mark.parametrize("command", [["--help"], ["pending", "--help"], ["pending"], ["release"]])
+def test_a_bad_pending_shards_variable_is_one_line_naming_it_even_for_help(
+    ops: Callable[..., Run], monkeypatch: pytest.MonkeyPatch, value: str, command: list[str]
+) -> None:
+    monkeypatch.setenv("OUTBOX_PENDING_SHARDS", value)
+    run = ops(*command)
+    assert_one_line_error(run, 2, "OUTBOX_PENDING_SHARDS", "integer between 1 and 100", repr(value))
+
+
+def test_the_console_script_reports_a_bad_variable_without_a_traceback() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "dynamodb_outbox.ops", "--help"],
+        capture_output=True,
+        text=True,
+        env={"OUTBOX_PENDING_SHARDS": "lots", "PATH": ""},
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "outbox-ops: error: environment variable OUTBOX_PENDING_SHARDS must be an integer "
+        "between 1 and 100, got 'lots'\n"
+    )
+
+
 def test_pending_help_says_quarantined_items_need_a_scan(ops: Callable[..., Run]) -> None:
     run = ops("pending", "--help", table=False)
     assert "Scan of the WHOLE" in run.out

@@ -36,6 +36,7 @@ from dynamodb_outbox.ops.common import (
     explain,
     utc_now,
 )
+from dynamodb_outbox.settings import ConfigurationError, integer_env
 
 PROG = "outbox-ops"
 ENV_TABLE_NAME = "OUTBOX_TABLE_NAME"
@@ -48,6 +49,10 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _pending_shards_from_environment() -> int:
+    return integer_env(os.environ, ENV_PENDING_SHARDS, DEFAULT_PENDING_SHARDS, 1, 100)
 
 
 def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -91,7 +96,7 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     group.add_argument(
         "--pending-shards",
         type=int,
-        default=default(int(environ.get(ENV_PENDING_SHARDS) or DEFAULT_PENDING_SHARDS)),
+        default=default(_pending_shards_from_environment()),
         help=f"pending-index shards; must match the writers' (default: ${ENV_PENDING_SHARDS} "
         f"or {DEFAULT_PENDING_SHARDS})",
     )
@@ -169,7 +174,13 @@ def main(
     """Run one command; returns the exit code (``client_factory`` replaces boto3 in tests)."""
     out = stdout or sys.stdout
     err = stderr or sys.stderr
-    parser = build_parser()
+    try:
+        # The environment feeds the options' defaults, so it is read first: a bad
+        # variable is one line even for --help, as the functions report it.
+        parser = build_parser()
+    except ConfigurationError as exc:
+        err.write(f"{PROG}: error: {exc}\n")
+        return EXIT_BAD_INPUT
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or bad arguments (2), already printed
