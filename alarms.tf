@@ -9,6 +9,7 @@ locals {
       "publisher_errors",
       "sweeper_errors",
       "on_failure_queue_depth",
+      "event_bus_dlq_depth",
       "quarantined_events",
       "oldest_pending_item",
       "consumer_failed_invocations",
@@ -77,6 +78,17 @@ locals {
         evaluation_periods = 1
         treat_missing_data = "notBreaching"
       }
+      event_bus_dlq_depth = {
+        description        = "The bus ${local.event_bus_name} could not encrypt or decrypt events with its customer key (key disabled, pending deletion, or no longer allowing events.amazonaws.com): they are in ${local.event_bus_dlq_name}, not on any rule, and their outbox items are already deleted. Fix the key, then put them back on the bus (README, Alarms runbook) within the queue's 14 days."
+        namespace          = "AWS/SQS"
+        metric_name        = "ApproximateNumberOfMessagesVisible"
+        statistic          = "Maximum"
+        dimensions         = tomap({ QueueName = try(aws_sqs_queue.event_bus_dlq[0].name, "") })
+        threshold          = 0
+        period             = var.alarms.period_seconds
+        evaluation_periods = 1
+        treat_missing_data = "notBreaching"
+      }
       oldest_pending_item = {
         description        = "An outbox item of ${local.table_name} has been pending longer than ${coalesce(local.oldest_pending_threshold_seconds, 0)} s (sweeper min age plus its interval), or the sweeper ${local.sweeper_name} stopped reporting (missing data breaches)."
         namespace          = local.metrics_namespace
@@ -88,7 +100,14 @@ locals {
         evaluation_periods = 2
         treat_missing_data = "breaching"
       }
-    } : key => merge(alarm, { name = "${var.name}-${replace(key, "_", "-")}" }) if local.alarm_enabled[key] && (local.sweeper_enabled || !startswith(key, "sweeper_") && key != "oldest_pending_item")
+    } : key => merge(alarm, { name = "${var.name}-${replace(key, "_", "-")}" }) if local.alarm_enabled[key] && lookup(local.alarm_resource_exists, key, true)
+  }
+
+  # Alarms on a resource that only exists in some configurations.
+  alarm_resource_exists = {
+    sweeper_errors      = local.sweeper_enabled
+    oldest_pending_item = local.sweeper_enabled
+    event_bus_dlq_depth = local.create_event_bus_dlq
   }
 
   # Per consumer, keyed "<alarm>/<consumer key>". Rules exist with publish_to =

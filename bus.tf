@@ -2,9 +2,21 @@
 # Event bus
 ################################################################################
 
+locals {
+  # The module's bus gets a DLQ of its own (below); an existing bus keeps whatever
+  # its owner configured, and publish_to = "sns" has no bus.
+  create_event_bus     = !local.publish_to_sns && var.event_bus.create
+  create_event_bus_dlq = local.create_event_bus
+
+  # Built from names, like the consumer queues' ARNs (consumers.tf): the bus names
+  # its DLQ, whose policy names the bus. Postconditions check both.
+  event_bus_built_arn = "${local.arn_prefix}:events:${local.arn_region_account}:event-bus/${local.event_bus_name}"
+  event_bus_dlq_arn   = "${local.arn_prefix}:sqs:${local.arn_region_account}:${local.event_bus_dlq_name}"
+}
+
 # Neither created nor read when publish_to = "sns" (sns.tf).
 resource "aws_cloudwatch_event_bus" "this" {
-  count = !local.publish_to_sns && var.event_bus.create ? 1 : 0
+  count = local.create_event_bus ? 1 : 0
 
   name = local.event_bus_name
 
@@ -12,7 +24,83 @@ resource "aws_cloudwatch_event_bus" "this" {
   # owned key otherwise (hashicorp/aws >= 5.61, see versions.tf).
   kms_key_identifier = var.kms_key_arn
 
+  # Where EventBridge sends an event it accepted but cannot encrypt or decrypt with
+  # that key while processing it on the bus (key disabled or deleted, key policy
+  # no longer allowing events.amazonaws.com). Without it the event is dropped, and
+  # the publisher has already deleted the outbox item (hashicorp/aws >= 5.98).
+  dead_letter_config {
+    arn = aws_sqs_queue.event_bus_dlq[0].arn
+  }
+
   tags = local.tags
+
+  lifecycle {
+    postcondition {
+      condition     = self.arn == local.event_bus_built_arn
+      error_message = "The event bus's ARN is ${self.arn}, not the ${local.event_bus_built_arn} its DLQ's policy was given."
+    }
+  }
+}
+
+################################################################################
+# Event bus: dead-letter queue
+################################################################################
+
+# Only the module's bus may send, and only to this queue.
+data "aws_iam_policy_document" "event_bus_dlq" {
+  count = local.create_event_bus_dlq ? 1 : 0
+
+  statement {
+    sid       = "BusDeadLetters"
+    actions   = ["sqs:SendMessage"]
+    resources = [local.event_bus_dlq_arn]
+
+    principals {
+      type        = "Service"
+      identifiers = ["events.amazonaws.com"]
+    }
+
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = [local.event_bus_built_arn]
+    }
+  }
+}
+
+# Receives the event itself (the body is the event as the bus held it), so
+# putting it back on the bus replays it (README, "Alarms runbook").
+#
+# Created with every bus the module creates, with or without kms_key_arn: a key
+# created in the same apply is unknown at plan, and a count that depended on it
+# would fail the plan. Without a customer key the queue stays empty.
+#
+# Encrypted with SSE-SQS, never with kms_key_arn: the failures it exists for are
+# that key being disabled, deleted or closed to events.amazonaws.com, and then
+# EventBridge could not write to a queue encrypted with it either.
+resource "aws_sqs_queue" "event_bus_dlq" {
+  count = local.create_event_bus_dlq ? 1 : 0
+
+  name                      = local.event_bus_dlq_name
+  message_retention_seconds = 1209600 # 14 days, the SQS maximum
+
+  sqs_managed_sse_enabled = true
+
+  policy = data.aws_iam_policy_document.event_bus_dlq[0].json
+
+  # It holds bus events only: no queue may make it its DLQ.
+  redrive_allow_policy = jsonencode({
+    redrivePermission = "denyAll"
+  })
+
+  tags = local.tags
+
+  lifecycle {
+    postcondition {
+      condition     = self.arn == local.event_bus_dlq_arn
+      error_message = "The bus DLQ's ARN is ${self.arn}, not the ${local.event_bus_dlq_arn} its policy was given."
+    }
+  }
 }
 
 ################################################################################
@@ -21,6 +109,7 @@ resource "aws_cloudwatch_event_bus" "this" {
 
 # Reading the bus makes plan fail when it does not exist, rather than the
 # publisher failing at run time (PutEvents to a missing bus fails per entry).
+# Its DLQ is its owner's to set (docs/kms.md).
 data "aws_cloudwatch_event_bus" "existing" {
   count = !local.publish_to_sns && !var.event_bus.create ? 1 : 0
 

@@ -21,6 +21,7 @@ locals {
   # are at most 57 (limit 64; EventBridge Scheduler schedule names too).
   table_name               = coalesce(var.table.name, var.name)
   event_bus_name           = coalesce(var.event_bus.name, var.name)
+  event_bus_dlq_name       = "${var.name}-event-bus-dlq"
   publisher_name           = "${var.name}-publisher"
   publisher_log_group_name = "/aws/lambda/${local.publisher_name}"
   on_failure_queue_name    = "${var.name}-publisher-on-failure"

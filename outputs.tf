@@ -31,6 +31,16 @@ output "event_bus_arn" {
   value       = local.event_bus_arn
 }
 
+output "event_bus_dlq_url" {
+  description = "URL of the bus's dead-letter queue: events the bus accepted but could not encrypt or decrypt with kms_key_arn (the message body is the event). null for an existing bus or with publish_to = \"sns\"."
+  value       = try(aws_sqs_queue.event_bus_dlq[0].url, null)
+}
+
+output "event_bus_dlq_arn" {
+  description = "ARN of the bus's dead-letter queue; null for an existing bus or with publish_to = \"sns\"."
+  value       = try(aws_sqs_queue.event_bus_dlq[0].arn, null)
+}
+
 ################################################################################
 # Publisher
 ################################################################################
@@ -171,7 +181,7 @@ output "sweeper_role_arn" {
 ################################################################################
 
 output "alarm_arns" {
-  description = "ARNs of the CloudWatch alarms the module created, by key: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, quarantined_events, oldest_pending_item, and per consumer consumer_failed_invocations/<key>, consumer_dlq_depth/<key>, consumer_dlq_age/<key>. Empty when alarms are off."
+  description = "ARNs of the CloudWatch alarms the module created, by key: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, and per consumer consumer_failed_invocations/<key>, consumer_dlq_depth/<key>, consumer_dlq_age/<key>. Empty when alarms are off."
   value = merge(
     { for key, alarm in aws_cloudwatch_metric_alarm.this : key => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.quarantined_events : "quarantined_events" => alarm.arn },

@@ -37,7 +37,8 @@ variable "tags" {
 variable "kms_key_arn" {
   description = <<-EOT
     ARN of a customer managed KMS key that encrypts the table, the idempotency table,
-    every queue (on-failure, consumer queues and DLQs), the event bus or the SNS topic, the
+    every queue (on-failure, consumer queues and DLQs; not the bus's DLQ, which stays on
+    SSE-SQS so that it still works when this key fails), the event bus or the SNS topic, the
     functions' log groups and the functions' environment variables. null (default) uses AWS
     managed encryption: the `aws/dynamodb` key for the tables, SSE-SQS for the queues, an
     AWS owned key for the bus, `alias/aws/sns` for the topic, CloudWatch Logs' own
@@ -154,8 +155,9 @@ variable "table" {
 variable "event_bus" {
   description = <<-EOT
     The EventBridge bus the publisher puts events on.
-    - `create`: true (default) creates a bus; false uses an existing bus found by `name`
-      (plan fails when it does not exist).
+    - `create`: true (default) creates a bus, with a dead-letter queue `<name>-event-bus-dlq`
+      for the events it cannot encrypt or decrypt with `kms_key_arn`; false uses an existing
+      bus found by `name` (plan fails when it does not exist), whose DLQ is its owner's to set.
     - `name`: bus name; defaults to `var.name`. Required when `create` is false
       ("default" selects the account's default bus).
   EOT
@@ -660,6 +662,8 @@ variable "alarms" {
       `publisher_errors_threshold` / `sweeper_errors_threshold` (default 0).
     - `on_failure_queue_depth`: the on-failure queue holds messages: the stream mapping gave up
       on a batch (its items wait for the sweeper).
+    - `event_bus_dlq_depth`: the bus's DLQ holds events EventBridge accepted but could not
+      encrypt or decrypt with `kms_key_arn` (only for a bus the module creates).
     - `quarantined_events`: the publisher or the sweeper quarantined a poison item
       (QuarantinedEvents in the Powertools namespace, both services added up).
     - `oldest_pending_item`: the sweeper's OldestPendingAgeSeconds (Maximum) above
@@ -701,13 +705,14 @@ variable "alarms" {
       "publisher_errors",
       "sweeper_errors",
       "on_failure_queue_depth",
+      "event_bus_dlq_depth",
       "quarantined_events",
       "oldest_pending_item",
       "consumer_failed_invocations",
       "consumer_dlq_depth",
       "consumer_dlq_age",
     ])) == 0
-    error_message = "The alarms.disabled entries must be alarm keys: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, quarantined_events, oldest_pending_item, consumer_failed_invocations, consumer_dlq_depth, consumer_dlq_age."
+    error_message = "The alarms.disabled entries must be alarm keys: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, consumer_failed_invocations, consumer_dlq_depth, consumer_dlq_age."
   }
 
   validation {

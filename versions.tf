@@ -5,10 +5,12 @@ terraform {
   required_providers {
     # The only provider: the module must `init` from a provider mirror in
     # air-gapped CI, so no archive/null/local/external providers.
-    # 5.61: kms_key_identifier on aws_cloudwatch_event_bus (var.kms_key_arn).
+    # 5.98: dead_letter_config on aws_cloudwatch_event_bus (the bus DLQ, bus.tf;
+    # hashicorp/terraform-provider-aws#42471, released in 5.98.0). It also covers
+    # 5.61's kms_key_identifier on the bus (var.kms_key_arn).
     aws = {
       source  = "hashicorp/aws"
-      version = ">= 5.61, < 7.0"
+      version = ">= 5.98, < 7.0"
     }
   }
 }

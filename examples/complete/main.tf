@@ -63,7 +63,8 @@ data "aws_iam_policy_document" "kms" {
   # EventBridge encrypts the events on the bus (DescribeKey checks the key when
   # the bus is created) and writes to the consumer queues and DLQs, which the
   # key encrypts: without this statement every delivery fails (the module cannot
-  # add it, it does not own the key).
+  # add it, it does not own the key). The bus's own DLQ is on SSE-SQS and needs
+  # nothing from the key: events the bus cannot decrypt still reach it.
   statement {
     sid = "EventBridgeUsesKey"
     actions = [

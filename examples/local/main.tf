@@ -50,7 +50,8 @@ module "outbox" {
   log_retention_days = 7
 
   # One consumer, the bundled reference consumer: its queue and DLQ are the only
-  # queues besides the on-failure queue (each queue costs ~30 s of apply time).
+  # queues besides the on-failure queue and the bus's DLQ (each queue costs ~30 s
+  # of apply time).
   # moto holds its SQS mapping ENABLED and, as long as it does, receives the
   # queue's messages itself: the local runtime and the apply test disable it
   # through the Lambda API before they send anything.

@@ -28,6 +28,16 @@ output "event_bus_arn" {
   value       = module.outbox.event_bus_arn
 }
 
+output "event_bus_dlq_url" {
+  description = "URL of the bus's dead-letter queue."
+  value       = module.outbox.event_bus_dlq_url
+}
+
+output "event_bus_dlq_arn" {
+  description = "ARN of the bus's dead-letter queue."
+  value       = module.outbox.event_bus_dlq_arn
+}
+
 output "publisher_function_name" {
   description = "Name of the publisher function."
   value       = module.outbox.publisher_function_name

@@ -4,7 +4,7 @@ terraform {
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = ">= 5.61, < 7.0"
+      version = ">= 5.98, < 7.0"
     }
   }
 }

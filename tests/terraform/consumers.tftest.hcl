@@ -7,6 +7,16 @@ mock_provider "aws" {
   source          = "./tests/terraform/mocks"
 }
 
+# The bus DLQ's ARN is built from its name for its policy; its postcondition
+# compares it with this one (event_bus_dlq.tftest.hcl tests the queue).
+override_resource {
+  target          = aws_sqs_queue.event_bus_dlq[0]
+  override_during = plan
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
+  }
+}
+
 # Exact, distinct ARNs for what the consumers refer to, so assertions can tell
 # the queues apart and the module's ARN postconditions (queue and table ARNs are
 # built from names, see consumers.tf) hold.
@@ -917,6 +927,23 @@ run "name_and_key_longer_than_54_characters_are_rejected" {
   variables {
     name      = "a234567890123456789012345678901234567890"
     consumers = { a2345678901234 = { event_pattern = "{\"source\":[\"orders\"]}" } }
+  }
+
+  # The bus's and its DLQ's ARNs for this name (their policy is built from names).
+  override_resource {
+    target          = aws_cloudwatch_event_bus.this[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:events:eu-west-1:111122223333:event-bus/a234567890123456789012345678901234567890"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-event-bus-dlq"
+    }
   }
 
   override_resource {

@@ -6,6 +6,16 @@ mock_provider "aws" {
   source          = "./tests/terraform/mocks"
 }
 
+# The bus DLQ's ARN is built from its name for its policy; its postcondition
+# compares it with this one (event_bus_dlq.tftest.hcl tests the queue).
+override_resource {
+  target          = aws_sqs_queue.event_bus_dlq[0]
+  override_during = plan
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
+  }
+}
+
 variables {
   name = "orders-outbox"
   tags = {
@@ -318,6 +328,23 @@ run "longest_name_keeps_derived_names_within_aws_limits" {
 
   variables {
     name = "a234567890123456789012345678901234567890"
+  }
+
+  # The bus's and its DLQ's ARNs for this name (their policy is built from names).
+  override_resource {
+    target          = aws_cloudwatch_event_bus.this[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:events:eu-west-1:111122223333:event-bus/a234567890123456789012345678901234567890"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-event-bus-dlq"
+    }
   }
 
   assert {

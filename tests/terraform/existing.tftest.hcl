@@ -10,6 +10,16 @@ mock_provider "aws" {
   source          = "./tests/terraform/mocks"
 }
 
+# The bus DLQ's ARN is built from its name for its policy; its postcondition
+# compares it with this one (event_bus_dlq.tftest.hcl tests the queue).
+override_resource {
+  target          = aws_sqs_queue.event_bus_dlq[0]
+  override_during = plan
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
+  }
+}
+
 variables {
   name = "orders-outbox"
 }

@@ -9,6 +9,16 @@ mock_provider "aws" {
   source          = "./tests/terraform/mocks"
 }
 
+# The bus DLQ's ARN is built from its name for its policy; its postcondition
+# compares it with this one (event_bus_dlq.tftest.hcl tests the queue).
+override_resource {
+  target          = aws_sqs_queue.event_bus_dlq[0]
+  override_during = plan
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
+  }
+}
+
 # The postconditions compare these ARNs with the ones the policies were built from.
 override_resource {
   target          = aws_sqs_queue.consumer["audit"]
@@ -67,6 +77,11 @@ run "eventbridge_every_resource_gets_the_key" {
   assert {
     condition     = aws_cloudwatch_event_bus.this[0].kms_key_identifier == var.kms_key_arn
     error_message = "The event bus must be encrypted with the key."
+  }
+
+  assert {
+    condition     = aws_sqs_queue.event_bus_dlq[0].kms_master_key_id == null && aws_sqs_queue.event_bus_dlq[0].sqs_managed_sse_enabled == true
+    error_message = "The bus's DLQ must not depend on the key it catches the failures of: SSE-SQS (docs/kms.md)."
   }
 
   assert {

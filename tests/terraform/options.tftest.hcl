@@ -6,6 +6,16 @@ mock_provider "aws" {
   source          = "./tests/terraform/mocks"
 }
 
+# The bus DLQ's ARN is built from its name for its policy; its postcondition
+# compares it with this one (event_bus_dlq.tftest.hcl tests the queue).
+override_resource {
+  target          = aws_sqs_queue.event_bus_dlq[0]
+  override_during = plan
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
+  }
+}
+
 variables {
   name = "orders-outbox"
 }
@@ -99,6 +109,23 @@ run "no_default_layer_outside_the_commercial_partition" {
     target = data.aws_partition.current
     values = {
       partition = "aws-cn"
+    }
+  }
+
+  # The bus's and its DLQ's ARNs in that partition (their policy is built from them).
+  override_resource {
+    target          = aws_cloudwatch_event_bus.this[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws-cn:events:eu-west-1:111122223333:event-bus/orders-outbox"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws-cn:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
     }
   }
 

@@ -7,6 +7,16 @@ mock_provider "aws" {
   source          = "./tests/terraform/mocks"
 }
 
+# The bus DLQ's ARN is built from its name for its policy; its postcondition
+# compares it with this one (event_bus_dlq.tftest.hcl tests the queue).
+override_resource {
+  target          = aws_sqs_queue.event_bus_dlq[0]
+  override_during = plan
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
+  }
+}
+
 # The queues' ARNs are checked against the ARNs their policies were given.
 override_resource {
   target          = aws_sqs_queue.consumer["billing"]
@@ -386,6 +396,23 @@ run "longest_name_keeps_sweeper_names_within_aws_limits" {
     name = "a234567890123456789012345678901234567890"
   }
 
+  # The bus's and its DLQ's ARNs for this name (their policy is built from names).
+  override_resource {
+    target          = aws_cloudwatch_event_bus.this[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:events:eu-west-1:111122223333:event-bus/a234567890123456789012345678901234567890"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-event-bus-dlq"
+    }
+  }
+
   assert {
     condition = alltrue([
       length(aws_lambda_function.sweeper[0].function_name) <= 64,
@@ -471,7 +498,7 @@ run "sweeper_can_be_turned_off" {
   }
 
   assert {
-    condition     = keys(output.alarm_arns) == ["on_failure_queue_depth", "publisher_errors", "publisher_iterator_age", "quarantined_events"]
+    condition     = keys(output.alarm_arns) == ["event_bus_dlq_depth", "on_failure_queue_depth", "publisher_errors", "publisher_iterator_age", "quarantined_events"]
     error_message = "Without a sweeper there are no sweeper alarms."
   }
 
@@ -501,8 +528,8 @@ run "alarms_watch_the_right_metrics" {
   }
 
   assert {
-    condition     = keys(output.alarm_arns) == ["oldest_pending_item", "on_failure_queue_depth", "publisher_errors", "publisher_iterator_age", "quarantined_events", "sweeper_errors"]
-    error_message = "Six alarms by default, each in the alarm_arns output."
+    condition     = keys(output.alarm_arns) == ["event_bus_dlq_depth", "oldest_pending_item", "on_failure_queue_depth", "publisher_errors", "publisher_iterator_age", "quarantined_events", "sweeper_errors"]
+    error_message = "Seven alarms by default (the bus DLQ's with the module's bus), each in the alarm_arns output."
   }
 
   assert {
@@ -630,7 +657,7 @@ run "single_alarms_can_be_turned_off" {
   }
 
   assert {
-    condition     = keys(output.alarm_arns) == ["oldest_pending_item", "on_failure_queue_depth", "publisher_errors", "sweeper_errors"]
+    condition     = keys(output.alarm_arns) == ["event_bus_dlq_depth", "oldest_pending_item", "on_failure_queue_depth", "publisher_errors", "sweeper_errors"]
     error_message = "The alarms listed in alarms.disabled must not be created; the others must."
   }
 }

@@ -148,6 +148,66 @@ def test_event_bus_exists(aws_client: Callable[[str], Any], outputs: dict[str, A
     assert bus["Arn"] == outputs["event_bus_arn"]
 
 
+def test_event_bus_names_its_dlq(aws_client: Callable[[str], Any], outputs: dict[str, Any]) -> None:
+    """Events the bus accepted but cannot encrypt or decrypt go to its DLQ, not away."""
+    bus = aws_client("events").describe_event_bus(Name=outputs["event_bus_name"])
+
+    assert bus.get("DeadLetterConfig") == {"Arn": outputs["event_bus_dlq_arn"]}
+
+
+def test_event_bus_dlq_keeps_14_days_on_sse_sqs_and_takes_no_redrives(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any]
+) -> None:
+    attributes = aws_client("sqs").get_queue_attributes(
+        QueueUrl=outputs["event_bus_dlq_url"], AttributeNames=["All"]
+    )["Attributes"]
+
+    assert attributes["QueueArn"] == outputs["event_bus_dlq_arn"]
+    assert attributes["SqsManagedSseEnabled"] == "true"
+    assert "KmsMasterKeyId" not in attributes
+    assert int(attributes["MessageRetentionPeriod"]) == FOURTEEN_DAYS_SECONDS
+    assert json.loads(attributes["RedriveAllowPolicy"]) == {"redrivePermission": "denyAll"}
+
+
+def test_event_bus_dlq_policy_lets_only_the_bus_send(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any]
+) -> None:
+    attributes = aws_client("sqs").get_queue_attributes(
+        QueueUrl=outputs["event_bus_dlq_url"], AttributeNames=["Policy"]
+    )["Attributes"]
+
+    statements = json.loads(attributes["Policy"])["Statement"]
+    assert len(statements) == 1
+    statement = statements[0]
+    assert statement["Effect"] == "Allow"
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+    assert _as_list(statement["Action"]) == ["sqs:SendMessage"]
+    assert _as_list(statement["Resource"]) == [outputs["event_bus_dlq_arn"]]
+    assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": outputs["event_bus_arn"]}}
+
+
+def test_event_bus_dlq_alarm_fires_on_any_message(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any]
+) -> None:
+    queue_name = outputs["event_bus_dlq_arn"].rsplit(":", 1)[1]
+    alarms = aws_client("cloudwatch").describe_alarms(AlarmNames=[f"{queue_name}-depth"])[
+        "MetricAlarms"
+    ]
+
+    assert [
+        (a["Namespace"], a["MetricName"], a["ComparisonOperator"], a["Threshold"], a["Dimensions"])
+        for a in alarms
+    ] == [
+        (
+            "AWS/SQS",
+            "ApproximateNumberOfMessagesVisible",
+            "GreaterThanThreshold",
+            0.0,
+            [{"Name": "QueueName", "Value": queue_name}],
+        )
+    ]
+
+
 def test_log_group_exists_with_retention(
     aws_client: Callable[[str], Any], outputs: dict[str, Any]
 ) -> None:
