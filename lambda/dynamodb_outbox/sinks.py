@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple, Protocol, TypedDict
 
 from dynamodb_outbox.envelope import Envelope
@@ -74,6 +74,10 @@ PUT_EVENTS_MAX_ENTRIES: Final = 10
 PUT_EVENTS_MAX_REQUEST_BYTES: Final = 256 * 1024 - 1
 # AWS's entry size formula counts 14 bytes for an entry that carries a Time.
 PUT_EVENTS_TIME_BYTES: Final = 14
+# PutEvents takes Time as seconds since the epoch; AWS documents no range, so an
+# event from before 1970 is sent without one (EventBridge stamps its arrival)
+# rather than risk a refusal: the envelope in Detail keeps its own time.
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 # PutEventsRequestEntry: DetailType 1-128 and Source 1-256 characters; "aws." is
 # reserved for AWS services. A violation fails the whole request (a
 # ValidationException), not just the entry, so it must never reach a call.
@@ -266,7 +270,7 @@ class EventBridgeRules(NamedTuple):
             source=event.envelope.source,
             detail_type=event.envelope.type,
             detail=event.body,
-            has_time=True,
+            has_time=event.time >= _EPOCH,
         )
 
     def refusal(self, event: OutboundEvent) -> str | None:
@@ -401,13 +405,15 @@ class EventBridgeSink:
         self.rules: SinkRules = EventBridgeRules(max_request_bytes=max_request_bytes)
 
     def entry(self, event: OutboundEvent) -> PutEventsRequestEntry:
-        return {
-            "Time": event.time,
+        entry: PutEventsRequestEntry = {
             "Source": event.envelope.source,
             "DetailType": event.envelope.type,
             "Detail": event.body,
             "EventBusName": self.event_bus_name,
         }
+        if event.time >= _EPOCH:
+            entry["Time"] = event.time
+        return entry
 
     def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
         response = self._client.put_events(Entries=[self.entry(event) for event in events])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -72,9 +73,7 @@ def _publish(
 def _record_of_entry_size(size: int, seq: str) -> dict[str, Any]:
     """An outbox INSERT whose PutEvents entry is exactly ``size`` bytes by AWS's formula."""
     envelope = make_envelope(payload={"blob": ""})
-    base = EventBridgeSink(FakeEvents(), "bus").rules.entry_size(
-        OutboundEvent(envelope=envelope, body=envelope.to_json(), time=None)  # type: ignore[arg-type]
-    )
+    base = EventBridgeSink(FakeEvents(), "bus").rules.entry_size(OutboundEvent.of(envelope))
     envelope = make_envelope(payload={"blob": "x" * (size - base)})
     return outbox_stream_record(envelope, "ORDER#1", seq)
 
@@ -97,11 +96,28 @@ def test_entry_size_counts_utf8_bytes_and_14_for_time_but_not_the_bus_name() -> 
 def test_sink_sizes_the_stored_json_not_a_re_encoding() -> None:
     envelope = make_envelope(payload={"note": "café"})
     stored = json.dumps(envelope.to_dict(), indent=2, ensure_ascii=False)
-    event = OutboundEvent(envelope=envelope, body=stored, time=None)  # type: ignore[arg-type]
+    event = OutboundEvent.of(envelope, stored)
 
     size = EventBridgeSink(FakeEvents(), "bus").rules.entry_size(event)
 
     assert size == 14 + len(envelope.source) + len(envelope.type) + len(stored.encode("utf-8"))
+
+
+def test_an_event_from_before_1970_goes_without_time_and_14_bytes_lighter() -> None:
+    """AWS takes Time as epoch seconds and documents no range: none is sent before 1970."""
+    events = FakeEvents()
+    old = make_envelope(time="1969-12-31T23:59:59Z")
+    new = make_envelope(time="1970-01-01T00:00:00Z")
+    sink = EventBridgeSink(events, "bus")
+
+    _publish([outbox_stream_record(e, "ORDER#1", str(n)) for n, e in enumerate([old, new])], events)
+
+    first, second = events.calls[0]
+    assert "Time" not in first
+    assert second["Time"] == datetime(1970, 1, 1, tzinfo=UTC)
+    sizes = [sink.rules.entry_size(OutboundEvent.of(e)) for e in (old, new)]
+    assert sizes[1] - sizes[0] == 14
+    assert json.loads(first["Detail"])["time"] == "1969-12-31T23:59:59Z", "the envelope keeps it"
 
 
 # ----------------------------------------------------------------- chunk limits
@@ -182,7 +198,7 @@ def test_put_events_error_codes_are_classified(code: str, retryable: bool) -> No
         return {"FailedEntryCount": 1, "Entries": [{"ErrorCode": code, "ErrorMessage": "x"}]}
 
     (result,) = EventBridgeSink(FakeEvents(answer), "bus").send(
-        [OutboundEvent(envelope=make_envelope(), body="{}", time=None)]  # type: ignore[arg-type]
+        [OutboundEvent.of(make_envelope(), "{}")]
     )
 
     assert (result.ok, result.error_code, result.retryable) == (False, code, retryable)

@@ -57,7 +57,7 @@ class FakeDynamoDB:
 
 def _event(**overrides: Any) -> OutboundEvent:
     envelope = make_envelope(**overrides)
-    return OutboundEvent(envelope=envelope, body=envelope.to_json(), time=None)  # type: ignore[arg-type]
+    return OutboundEvent.of(envelope)
 
 
 def _record_of_entry_size(size: int, seq: str) -> dict[str, Any]:
