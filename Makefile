@@ -80,5 +80,5 @@ bench: $(STAMP) ## calls/event, CPU, sweeper reads, cold start, zip, WCU vs a ba
 	$(PY) -m benchmarks.run
 
 .PHONY: soak
-soak: $(STAMP) ## long fault-injection campaign, SOAK_EXAMPLES schedules (default 500); prints events, faults, losses
+soak: $(STAMP) ## long campaigns: fault injection (SOAK_EXAMPLES schedules, default 500) and >= 100,000 generated bad inputs; prints the figures
 	HYPOTHESIS_PROFILE=soak SOAK_EXAMPLES=$(or $(SOAK_EXAMPLES),500) $(PY) -m pytest tests/reliability -q

@@ -20,6 +20,7 @@ import os
 import pytest
 
 from tests.reliability.campaign import CAMPAIGN, MIN_EVENTS
+from tests.reliability.generated import GENERATED
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,6 +47,10 @@ def reliability_profile(pytestconfig: pytest.Config) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if GENERATED.total:
+        terminalreporter.section("generated-input campaign")
+        for line in GENERATED.lines():
+            terminalreporter.write_line(line)
     if not CAMPAIGN.figures["examples"]:
         return
     terminalreporter.section("reliability campaign")
