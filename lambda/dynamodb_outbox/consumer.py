@@ -39,6 +39,11 @@ Usage::
     def handler(event: Envelope) -> None:
         ...  # raise to fail this message only
 
+An ``async def`` function works the same way: each event is awaited to the end
+(on an event loop the batch runs), under the same idempotency and partial
+batch rules. A plain function that *returns* an awaitable fails its message
+instead: nothing awaited it, so nothing may be recorded as done.
+
 The handler's Lambda needs, on the idempotency table: ``dynamodb:PutItem``,
 ``dynamodb:GetItem``, ``dynamodb:UpdateItem``, ``dynamodb:DeleteItem``; on the
 queue (for the event source mapping): ``sqs:ReceiveMessage``,
@@ -47,12 +52,15 @@ queue (for the event source mapping): ``sqs:ReceiveMessage``,
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import functools
+import inspect
 import json
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, NotRequired, TypedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -71,6 +79,9 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "DEFAULT_EXPIRES_AFTER_SECONDS",
@@ -367,31 +378,79 @@ def process_sqs_batch(
 
     failures: list[str] = []
     outcomes: Counter[_Outcome] = Counter()
-    for index, (message_id, record) in enumerate(zip(message_ids, records, strict=True)):
-        outcome = _process_record(
-            message_id, record, process_one, persistence_store, config, key_prefix, log
-        )
-        outcomes[outcome] += 1
-        if outcome is not _Outcome.FAILED:
-            continue
-        failures.append(message_id)
-        if fifo:
-            # Later messages may belong to the same message group: running them
-            # now would overtake the failed one. Return them unprocessed.
-            unprocessed = message_ids[index + 1 :]
-            failures.extend(unprocessed)
-            if unprocessed:
-                log.warning(
-                    "FIFO batch stopped at the first failure; later messages returned unprocessed",
-                    extra={"message_id": message_id, "unprocessed_count": len(unprocessed)},
-                )
-            break
+    with contextlib.ExitStack() as resources:
+        run_one = _synchronous(process_one, resources)
+        for index, (message_id, record) in enumerate(zip(message_ids, records, strict=True)):
+            outcome = _process_record(
+                message_id, record, run_one, persistence_store, config, key_prefix, log
+            )
+            outcomes[outcome] += 1
+            if outcome is not _Outcome.FAILED:
+                continue
+            failures.append(message_id)
+            if fifo:
+                # Later messages may belong to the same message group: running them
+                # now would overtake the failed one. Return them unprocessed.
+                unprocessed = message_ids[index + 1 :]
+                failures.extend(unprocessed)
+                if unprocessed:
+                    log.warning(
+                        "FIFO batch stopped at the first failure; later messages returned "
+                        "unprocessed",
+                        extra={"message_id": message_id, "unprocessed_count": len(unprocessed)},
+                    )
+                break
 
     if metrics is not None:
         metrics.add_metric(METRIC_PROCESSED, MetricUnit.Count, outcomes[_Outcome.PROCESSED])
         metrics.add_metric(METRIC_DUPLICATE, MetricUnit.Count, outcomes[_Outcome.DUPLICATE])
         metrics.add_metric(METRIC_FAILED, MetricUnit.Count, outcomes[_Outcome.FAILED])
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}
+
+
+def _is_async(process_one: Callable[..., object]) -> bool:
+    # A callable object whose class defines ``async def __call__`` counts too.
+    return inspect.iscoroutinefunction(process_one) or inspect.iscoroutinefunction(
+        type(process_one).__call__
+    )
+
+
+def _synchronous(
+    process_one: Callable[[Envelope], object], resources: contextlib.ExitStack
+) -> Callable[[Envelope], None]:
+    """``process_one`` as a plain call that returns once the event is fully handled.
+
+    An ``async def`` function is awaited on an event loop that lives as long as
+    the batch (``resources`` closes it). A plain function returning an
+    awaitable raises: the awaitable never ran, and completing the event would
+    lose it.
+    """
+    runner: asyncio.Runner | None = None
+    if _is_async(process_one):
+        import asyncio  # only consumers written with async pay its import
+
+        runner = resources.enter_context(asyncio.Runner())
+    name = getattr(process_one, "__qualname__", repr(process_one))
+
+    def run_one(envelope: Envelope) -> None:
+        result = process_one(envelope)
+        if not inspect.isawaitable(result):
+            return
+        if runner is None:
+            close = getattr(result, "close", None)
+            if callable(close):
+                close()  # no "never awaited" warning: the error below says it all
+            raise TypeError(
+                f"{name} returned an awaitable instead of handling the event: declare it "
+                "`async def` so the consumer awaits it; the event is failed, not completed"
+            )
+        runner.run(_awaited(result))
+
+    return run_one
+
+
+async def _awaited(awaitable: Awaitable[object]) -> object:
+    return await awaitable
 
 
 def _check_store(store: BasePersistenceLayer, config: IdempotencyConfig, key_prefix: str) -> None:
@@ -570,8 +629,13 @@ class OutboxConsumer:
         )
 
     def handler(self, process_one: Callable[[Envelope], object]) -> LambdaHandler:
-        """Decorator: ``process_one(envelope)`` becomes ``handler(event, context)``."""
+        """Decorator: ``process_one(envelope)`` becomes ``handler(event, context)``.
 
+        ``process_one`` may be ``async def``: each event is then awaited (see the
+        module docstring). The handler keeps its name and docstring.
+        """
+
+        @functools.wraps(process_one)
         def lambda_handler(event: SQSEvent, context: LambdaContext) -> PartialBatchResponse:
             response = self.process_batch(event, process_one, context)
             # Counts are added once the batch is answered; a MalformedBatch
