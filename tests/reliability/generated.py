@@ -19,10 +19,9 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-from dynamodb_outbox.envelope import ATTR_PENDING_SHARD
 from dynamodb_outbox.sinks import EventBridgeSink, Sink, SnsSink
 from tests.functional.consumer_fixtures import create_idempotency_table
-from tests.reliability.pipeline import PENDING_INDEX, REGION, aws_environment
+from tests.reliability.pipeline import REGION, aws_environment, create_outbox_table
 
 TABLE = "generated"
 #: moto copies every table of a region before each TransactWriteItems (to roll it
@@ -121,40 +120,14 @@ class Stack:
         return found
 
 
-def _create_outbox_table(dynamodb: Any) -> None:
-    """Keys and pending index as ``table.tf`` makes them; no stream, records are built by hand
-    (moto would keep every record in memory and copy them on every transaction)."""
-    dynamodb.create_table(
-        TableName=TABLE,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "PK", "AttributeType": "S"},
-            {"AttributeName": "SK", "AttributeType": "S"},
-            {"AttributeName": ATTR_PENDING_SHARD, "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": PENDING_INDEX,
-                "KeySchema": [
-                    {"AttributeName": ATTR_PENDING_SHARD, "KeyType": "HASH"},
-                    {"AttributeName": "SK", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "KEYS_ONLY"},
-            }
-        ],
-    )
-
-
 @contextmanager
 def generated_stack() -> Iterator[Stack]:
     with aws_environment():
         session = boto3.Session(region_name=REGION)
         dynamodb = session.client("dynamodb")
-        _create_outbox_table(dynamodb)
+        # No stream: records are built by hand, and moto would keep every record
+        # in memory and copy them on every transaction.
+        create_outbox_table(dynamodb, TABLE, stream=False)
         idempotency = boto3.client("dynamodb", region_name=IDEMPOTENCY_REGION)
         create_idempotency_table(idempotency, IDEMPOTENCY_TABLE)
         events = session.client("events")

@@ -264,10 +264,10 @@ def _queue(sqs: Any, name: str, **attributes: str) -> tuple[str, str]:
     return str(url), str(arn)
 
 
-def create_outbox_table(dynamodb: Any) -> str:
-    """The table as ``table.tf`` creates it; returns its stream ARN."""
+def create_outbox_table(dynamodb: Any, name: str = TABLE, *, stream: bool = True) -> str | None:
+    """The table as ``table.tf`` creates it; returns its stream ARN (None without a stream)."""
     description = dynamodb.create_table(
-        TableName=TABLE,
+        TableName=name,
         BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[
             {"AttributeName": "PK", "AttributeType": "S"},
@@ -288,9 +288,13 @@ def create_outbox_table(dynamodb: Any) -> str:
                 "Projection": {"ProjectionType": "KEYS_ONLY"},
             }
         ],
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+        StreamSpecification=(
+            {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+            if stream
+            else {"StreamEnabled": False}
+        ),
     )["TableDescription"]
-    return str(description["LatestStreamArn"])
+    return str(description["LatestStreamArn"]) if stream else None
 
 
 class Pipeline:
@@ -305,7 +309,7 @@ class Pipeline:
         self.events = session.client("events")
         self.streams = session.client("dynamodbstreams")
 
-        self.stream_arn = create_outbox_table(self.dynamodb)
+        self.stream_arn = str(create_outbox_table(self.dynamodb))
         self.dynamodb.create_table(
             TableName=IDEMPOTENCY_TABLE,
             BillingMode="PAY_PER_REQUEST",
