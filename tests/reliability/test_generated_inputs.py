@@ -43,7 +43,7 @@ from dynamodb_outbox.envelope import (
 from dynamodb_outbox.event_ids import new_event_id
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.sweeper import sweep
-from dynamodb_outbox.writer import InvalidWrite, OutboxWriter
+from dynamodb_outbox.writer import InvalidWrite, OutboxWriter, TransactionCancelled
 from tests.factories import sequence_numbers, stream_record
 from tests.functional.consumer_fixtures import FakeLambdaContext, sqs_event, sqs_record
 from tests.reliability.generated import (
@@ -114,12 +114,22 @@ def _write(stack: Stack, publish_to: str, pk: str, intended: IntendedEvent) -> E
             return stack.dynamodb.transact_write_items(**kwargs)
 
     writer = OutboxWriter(TABLE, Recording(), publish_to=publish_to)
+    entity = {"PK": pk, "SK": f"META#{new_event_id()}"}
     try:
         if intended.size_for is not None and intended.size is not None:
             envelope = envelope_of_size(intended.fields, intended.size_for, intended.size)
         else:
             envelope = Envelope(**intended.fields)
-        writer.write({"PK": pk, "SK": f"META#{new_event_id()}"}, envelope)
+        writer.write(entity, envelope)
+    except TransactionCancelled as cancelled:
+        # An id drawn twice in one batch: DynamoDB refuses to overwrite the first
+        # event (the outbox Put's condition), and the whole transaction with it.
+        assert [(r.role, r.code) for r in cancelled.failures] == [
+            ("event", "ConditionalCheckFailed")
+        ]
+        assert stack.item({"S": pk}, {"S": entity["SK"]}) is None, "all or nothing"
+        GENERATED.outcomes["writer: event id already written, cancelled"] += 1
+        return None
     except (InvalidWrite, InvalidEnvelope) as refusal:
         assert str(refusal), "a refusal says why"
         assert calls == [], "a refused write must not reach DynamoDB"
