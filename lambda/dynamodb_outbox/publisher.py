@@ -6,9 +6,11 @@ Streams event source mapping with ``ReportBatchItemFailures``.
 The rules, and why:
 
 * The partial batch response of a stream is a checkpoint: Lambda retries from
-  the lowest sequence number reported. So the publisher stops at the first
-  retryable failure and reports that one record; anything it did past it would
-  be redone (and re-published) anyway.
+  the lowest sequence number reported, re-sending everything after it. So an
+  entry that fails retryably (throttling, an internal error) is retried inside
+  the invocation, first in the next call with backoff, for as long as the
+  invocation's remaining time allows; only what still fails then is reported,
+  as one record: the lowest position not yet done.
 * A record that can never succeed (poison) must not block its shard, and must
   not be lost either: its outbox item is quarantined in the table (marked and
   taken out of the pending index), counted and logged; the batch goes on.
@@ -37,8 +39,10 @@ from __future__ import annotations
 import contextvars
 import json
 import os
+import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -100,6 +104,7 @@ __all__ = [
     "MissingSequenceNumber",
     "OutboxCandidate",
     "PublishResult",
+    "RetryPolicy",
     "Runtime",
     "default_runtime",
     "handler",
@@ -120,6 +125,30 @@ DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-publisher"
 # Raised by botocore while it builds a request from our parameters, before
 # anything is sent: the entries are at fault, not AWS.
 _REQUEST_BUILD_ERRORS: Final = (ParamValidationError, BotocoreValidationError)
+
+
+class RetryPolicy(NamedTuple):
+    """How entries that failed retryably are retried within one invocation.
+
+    Each retry waits with exponential backoff and full jitter (a uniform draw
+    up to ``base_seconds * 2**(attempt - 1)``, at most ``cap_seconds``). With a
+    time budget (``time_left``) entries are retried for as long as it lasts,
+    keeping ``margin_seconds`` (at most a fifth of the budget found at the
+    start) for the deletes; without one, each entry gets ``max_attempts``.
+    """
+
+    base_seconds: float = 0.05
+    cap_seconds: float = 2.0
+    max_attempts: int = 5
+    margin_seconds: float = 5.0
+    jitter: Callable[[], float] = random.random
+
+    def delay(self, attempt: int) -> float:
+        ceiling = min(self.cap_seconds, self.base_seconds * 2.0 ** (attempt - 1))
+        return float(self.jitter()) * ceiling
+
+
+DEFAULT_RETRY: Final = RetryPolicy()
 
 BATCH_WRITE_MAX_ITEMS: Final = 25
 DEFAULT_DELETE_RETRIES: Final = 5
@@ -198,6 +227,8 @@ class PublishResult:
     deleted: int = 0
     delete_leftovers: int = 0
     send_calls: int = 0
+    #: calls after which some entries had to be retried.
+    retried_calls: int = 0
     quarantine_calls: int = 0
     delete_calls: int = 0
     #: index in the batch of the record Lambda retries from, if any.
@@ -349,6 +380,9 @@ def _plan_or_raise(candidate: OutboxCandidate, sink: Sink) -> _Plan:
 
 
 _UNBUILDABLE: Final = "RequestNotBuildable"
+# A delete retry never starts with less time than this left: a duplicate later
+# (the sweeper re-publishes the item) beats a timeout that fails the batch now.
+_DELETE_FLOOR_SECONDS: Final = 0.5
 
 
 def _rejection(sink_name: str, outcome: EntryResult) -> str:
@@ -360,24 +394,6 @@ def _rejection(sink_name: str, outcome: EntryResult) -> str:
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _groups(plans: Sequence[_Plan], sink: Sink) -> Iterator[list[_Plan]]:
-    """Ordered groups: the entries of one call plus the poison candidates among them."""
-    group: list[_Plan] = []
-    count = size = 0
-    for plan in plans:
-        if isinstance(plan, _Publish):
-            if count and (
-                count >= sink.rules.max_entries or size + plan.size > sink.rules.max_request_bytes
-            ):
-                yield group
-                group, count, size = [], 0, 0
-            count += 1
-            size += plan.size
-        group.append(plan)
-    if group:
-        yield group
 
 
 # ----------------------------------------------------------------------- the core
@@ -416,6 +432,8 @@ class _Publication:
         should_continue: Callable[[], bool] | None,
         result: PublishResult,
         overlap_deletes: bool = True,
+        time_left: Callable[[], float] | None = None,
+        retry: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         self.sink = sink
         self.table_name = table_name
@@ -426,6 +444,11 @@ class _Publication:
         self.should_continue = should_continue
         self.result = result
         self.overlap_deletes = overlap_deletes
+        self.time_left = time_left
+        self.retry = retry
+        # Kept free for the deletes: the policy's margin, at most a fifth of the
+        # budget at the start, so that a short timeout still gets its retries.
+        self.margin = min(retry.margin_seconds, time_left() / 5) if time_left is not None else 0.0
         self.published: list[_Publish] = []
         self._to_delete: dict[str, AttributeMap] = {}
         self._queued = 0  # published plans already added to _to_delete
@@ -433,7 +456,7 @@ class _Publication:
         self._deletes: list[Future[None]] = []
 
     def run(self, candidates: Sequence[OutboxCandidate]) -> _Plan | None:
-        plans = [_plan(candidate, self.sink) for candidate in candidates]
+        plans = deque(_plan(candidate, self.sink) for candidate in candidates)
         failure: _Plan | None = None
         # One worker deletes full chunks of published items while the next call to
         # the sink goes out: both are network-bound and independent (an item is
@@ -441,19 +464,7 @@ class _Publication:
         # invocation's wall time without changing any failure rule.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-delete") as deleter:
             try:
-                for group in _groups(plans, self.sink):
-                    if self.should_continue is not None and not self.should_continue():
-                        self.result.stopped_at_position = group[0].candidate.position
-                        logger.info(
-                            "stopping before the end of the input; the rest stays pending",
-                            extra={"position": group[0].candidate.position},
-                        )
-                        break
-                    failure = self._process(group)
-                    if self.overlap_deletes:
-                        self._queue_deletes(deleter, final=False)
-                    if failure is not None:
-                        break
+                failure = self._publish_all(plans, deleter)
             finally:
                 # Even when something escapes, what went out is deleted: otherwise
                 # every retry of the batch (or sweep) would publish it again.
@@ -462,6 +473,110 @@ class _Publication:
                 for future in self._deletes:
                     future.result()  # a crash in a delete still fails the invocation
         return failure
+
+    def _publish_all(self, plans: deque[_Plan], deleter: ThreadPoolExecutor) -> _Plan | None:
+        """Send everything, retrying what fails retryably; the checkpoint if something is left.
+
+        Entries that failed retryably go first in the next call, with the next
+        fresh entries after them, so a throttled entry costs a share of a call,
+        not a call of its own, and nothing already accepted is sent again. The
+        checkpoint, when time or attempts run out, is the lowest position not
+        yet done: everything before it is published or quarantined.
+        """
+        retrying: list[_Publish] = []  # in position order
+        attempts: dict[int, int] = {}
+        calls = 0
+        while retrying or plans:
+            if self.should_continue is not None and not self.should_continue():
+                first = min(
+                    [plan.candidate.position for plan in retrying]
+                    + [plan.candidate.position for plan in list(plans)[:1]]
+                )
+                self.result.stopped_at_position = first
+                logger.info(
+                    "stopping before the end of the input; the rest stays pending",
+                    extra={"position": first},
+                )
+                return None
+            if retrying:
+                worst = max(attempts[plan.candidate.position] for plan in retrying)
+                delay = self.retry.delay(worst)
+                if not self._may_retry(worst, delay):
+                    return self._checkpoint(retrying, plans)
+                self.sleep(delay)
+            elif calls and self.time_left is not None and self.time_left() < self.margin:
+                return self._checkpoint(retrying, plans)  # fresh work, but no time for it
+            call, unmarked = self._fill(retrying, plans)
+            retrying = self._send_and_settle(call) if call else []
+            calls += 1 if call else 0
+            if self.overlap_deletes:
+                self._queue_deletes(deleter, final=False)
+            if unmarked is not None:  # a quarantine write that failed: resume there
+                return self._checkpoint([*retrying, unmarked], deque())
+            for plan in retrying:
+                attempts[plan.candidate.position] = attempts.get(plan.candidate.position, 0) + 1
+        return None
+
+    def _send_and_settle(self, call: list[_Publish]) -> list[_Publish]:
+        """Send one call; what must be sent again, in position order."""
+        again: list[_Publish] = []
+        for plan, outcome in zip(call, self._send(call), strict=True):
+            if outcome.ok:
+                self.published.append(plan)
+            elif outcome.retryable:
+                self.result.retryable_failures += 1
+                again.append(plan)
+            elif not self._quarantine(plan, _rejection(self.sink.rules.name, outcome)):
+                again.append(plan)  # the marker must be written: send (and mark) again
+        if again:
+            self.result.retried_calls += 1
+        return again
+
+    def _may_retry(self, attempt: int, delay: float) -> bool:
+        if self.time_left is None:
+            return attempt < self.retry.max_attempts
+        return self.time_left() - delay > self.margin
+
+    def _fill(
+        self, retrying: list[_Publish], plans: deque[_Plan]
+    ) -> tuple[list[_Publish], _Plan | None]:
+        """The next call: the entries to retry, then fresh ones in order, within the limits.
+
+        Poison met on the way is quarantined (idempotent, so doing it before a
+        later failure costs at most a redundant write on a retry); a quarantine
+        write that fails is returned, and the call stops before it.
+        """
+        rules = self.sink.rules
+        call = list(retrying)
+        size = sum(plan.size for plan in call)
+        while plans:
+            plan = plans[0]
+            if isinstance(plan, _Poison):
+                plans.popleft()
+                if not self._quarantine(plan, plan.reason):
+                    return call, plan
+                continue
+            if call and (
+                len(call) >= rules.max_entries or size + plan.size > rules.max_request_bytes
+            ):
+                break
+            plans.popleft()
+            call.append(plan)
+            size += plan.size
+        return call, None
+
+    def _checkpoint(self, retrying: Sequence[_Plan], plans: deque[_Plan]) -> _Plan:
+        left = [*retrying, *list(plans)[:1]]
+        first = min(left, key=lambda plan: plan.candidate.position)
+        logger.warning(
+            "publish failures left when the retry budget ran out; checkpointing",
+            extra={
+                "checkpoint": first.candidate.checkpoint,
+                "key": _key_label(first.candidate.key),
+                "retrying": len(retrying),
+            },
+        )
+        return first
 
     def _queue_deletes(self, deleter: ThreadPoolExecutor, *, final: bool) -> None:
         for plan in self.published[self._queued :]:
@@ -479,44 +594,6 @@ class _Publication:
             self._deletes.append(deleter.submit(context.run, self._delete_chunk, chunk))
             submitted += len(chunk)
         self._submitted = submitted
-
-    def _process(self, group: list[_Plan]) -> _Plan | None:
-        # Quarantine first: it is idempotent, so doing it for a record past a later
-        # send failure costs one redundant write on the retry, whereas sending
-        # entries past a failed quarantine would publish them twice.
-        stop = len(group)
-        quarantine_failure: _Poison | None = None
-        for index, plan in enumerate(group):
-            if isinstance(plan, _Poison) and not self._quarantine(plan, plan.reason):
-                quarantine_failure, stop = plan, index
-                break
-        to_send = [plan for plan in group[:stop] if isinstance(plan, _Publish)]
-        if not to_send:
-            return quarantine_failure
-        send_failure: _Publish | None = None
-        for plan, outcome in zip(to_send, self._send(to_send), strict=True):
-            if outcome.ok:
-                self.published.append(plan)
-                continue
-            if outcome.retryable:
-                self.result.retryable_failures += 1
-            if send_failure is not None:
-                continue  # past the checkpoint: delivered (or swept) again
-            if outcome.retryable:
-                send_failure = plan
-                logger.warning(
-                    "retryable publish failure; checkpointing",
-                    extra={
-                        "error_code": outcome.error_code,
-                        "error_message": outcome.error_message,
-                        "checkpoint": plan.candidate.checkpoint,
-                        "key": _key_label(plan.candidate.key),
-                    },
-                )
-            elif not self._quarantine(plan, _rejection(self.sink.rules.name, outcome)):
-                send_failure = plan
-        # Entries of the call are all before ``stop``, so a send failure comes first.
-        return send_failure if send_failure is not None else quarantine_failure
 
     def _send(self, plans: list[_Publish]) -> list[EntryResult]:
         self.result.send_calls += 1
@@ -640,9 +717,12 @@ class _Publication:
             if retries >= self.delete_retries:
                 break
             retries += 1
-            self.sleep(
-                min(DELETE_BACKOFF_MAX_SECONDS, DELETE_BACKOFF_BASE_SECONDS * 2 ** (retries - 1))
+            delay = min(
+                DELETE_BACKOFF_MAX_SECONDS, DELETE_BACKOFF_BASE_SECONDS * 2 ** (retries - 1)
             )
+            if self.time_left is not None and self.time_left() - delay < _DELETE_FLOOR_SECONDS:
+                break  # never past the timeout for a delete: the sweeper redoes it
+            self.sleep(delay)
         self.result.delete_leftovers += len(pending)
         logger.warning(
             "published outbox items left undeleted; the sweeper will publish them again",
@@ -665,15 +745,20 @@ def publish_outbox_items(
     should_continue: Callable[[], bool] | None = None,
     result: PublishResult | None = None,
     overlap_deletes: bool = True,
+    time_left: Callable[[], float] | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
 ) -> PublishResult:
     """Publish outbox items in the order given; quarantine poison; delete what was published.
 
-    The core shared by the stream handler and the sweeper. It stops at the first
-    failure that must be retried (a retryable send failure or a failed
-    quarantine write) and reports it in ``failure_position`` and
-    ``failure_checkpoint``; nothing after it is sent, so everything from it on
-    stays pending. Poison is quarantined and the run goes on. Deletes happen last,
-    only for what was published, and never fail the run.
+    The core shared by the stream handler and the sweeper. Entries that fail
+    retryably are retried within the call, in the next request to the sink
+    with backoff (``retry``), for as long as ``time_left`` (seconds, the
+    invocation's) allows, or ``retry.max_attempts`` times without it. What is
+    still not done then is reported as ``failure_position`` and
+    ``failure_checkpoint``: the lowest position not published or quarantined,
+    where Lambda resumes. Poison is quarantined and the run goes on. Deletes
+    happen as chunks fill and at the end, only for what was published, and
+    never fail the run; their retries stop short of the time budget.
 
     ``should_continue`` is asked before each call to the sink (the sweeper's
     deadline); when it says no, the run stops there without a failure and
@@ -693,6 +778,8 @@ def publish_outbox_items(
         should_continue=should_continue,
         result=result,
         overlap_deletes=overlap_deletes,
+        time_left=time_left,
+        retry=retry,
     )
     failure = publication.run(candidates)
     if failure is not None:
@@ -711,6 +798,8 @@ def publish_stream_batch(
     clock: Callable[[], datetime] = _utc_now,
     delete_retries: int = DEFAULT_DELETE_RETRIES,
     overlap_deletes: bool = True,
+    time_left: Callable[[], float] | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
 ) -> PublishResult:
     """Publish one stream batch in order, quarantine poison, delete what was published.
 
@@ -744,6 +833,8 @@ def publish_stream_batch(
         delete_retries=delete_retries,
         result=result,
         overlap_deletes=overlap_deletes,
+        time_left=time_left,
+        retry=retry,
     )
     if result.failure_position is not None:
         if result.failure_checkpoint is None:
@@ -847,6 +938,7 @@ def handler(event: DynamoDBStreamEvent, context: LambdaContext) -> PartialBatchR
             sink=runtime.sink,
             table_name=runtime.table_name,
             dynamodb_client=runtime.dynamodb_client,
+            time_left=_time_left(context),
         )
     except MissingSequenceNumber as exc:
         _emit_metrics(exc.result, runtime.sink)
@@ -854,6 +946,14 @@ def handler(event: DynamoDBStreamEvent, context: LambdaContext) -> PartialBatchR
     _emit_metrics(result, runtime.sink)
     logger.info("batch done", extra={"result": asdict(result)})
     return result.response()
+
+
+def _time_left(context: object) -> Callable[[], float] | None:
+    """The invocation's remaining seconds, read from the Lambda context."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return None
+    return lambda: float(remaining()) / 1000
 
 
 def _emit_metrics(result: PublishResult, sink: Sink) -> None:

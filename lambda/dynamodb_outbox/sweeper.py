@@ -18,8 +18,10 @@ The rules, and why:
   consistent ``BatchGetItem``. Never a ``Scan``.
 * A run is bounded by ``max_items`` and by the Lambda's remaining time; what it
   does not reach stays pending for the next run.
-* The first retryable failure stops the run: the sink is throttled or down, and
-  hammering it helps no one. The rest stays pending.
+* A retryable failure is retried within the run, with backoff, as the stream
+  publisher does; an entry still failing when the time or attempts run out
+  stops the run: the sink is throttled or down, and hammering it helps no one.
+  The rest stays pending.
 * Overlapping with the stream publisher can only duplicate an event, never lose
   one: an item is deleted only after its event was published (by whichever path
   did it), and the quarantine write never recreates an item that is gone. The
@@ -458,6 +460,7 @@ class _Sweep:
                 delete_retries=self.delete_retries,
                 should_continue=lambda: not self.out_of_time(),
                 result=publish,
+                time_left=self.time_left,
             )
             if publish.failure_position is not None:
                 self.result.stopped_by, self.result.more_pending = "retryable_failure", True

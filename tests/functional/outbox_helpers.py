@@ -170,11 +170,24 @@ class RecordingEvents:
         *,
         entry_errors: dict[str, str] | None = None,
         raise_on_calls: dict[int, Exception] | None = None,
+        error_times: dict[str, int] | None = None,
     ) -> None:
         self.real = real
         self.entry_errors = entry_errors or {}
         self.raise_on_calls = raise_on_calls or {}
+        #: how many times an entry of ``entry_errors`` fails before it goes through
+        #: (absent: every time)
+        self.error_times = dict(error_times or {})
         self.calls: list[list[dict[str, Any]]] = []
+
+    def _fails(self, event_id: str) -> bool:
+        if event_id not in self.entry_errors:
+            return False
+        left = self.error_times.get(event_id)
+        if left is None:
+            return True
+        self.error_times[event_id] = left - 1
+        return left > 0
 
     def put_events(self, **kwargs: Any) -> dict[str, Any]:
         entries = list(kwargs["Entries"])
@@ -182,14 +195,15 @@ class RecordingEvents:
         self.calls.append(entries)
         if call in self.raise_on_calls:
             raise self.raise_on_calls[call]
-        forwarded = [e for e in entries if events_event_id(e) not in self.entry_errors]
+        failing = {events_event_id(e) for e in entries if self._fails(events_event_id(e))}
+        forwarded = [e for e in entries if events_event_id(e) not in failing]
         real_results = iter(self.real.put_events(Entries=forwarded)["Entries"] if forwarded else [])
         results: list[dict[str, Any]] = []
         for entry in entries:
-            code = self.entry_errors.get(events_event_id(entry))
-            if code is None:
+            if events_event_id(entry) not in failing:
                 results.append(next(real_results))
             else:
+                code = self.entry_errors[events_event_id(entry)]
                 results.append({"ErrorCode": code, "ErrorMessage": f"injected {code}"})
         return {"FailedEntryCount": sum("ErrorCode" in r for r in results), "Entries": results}
 

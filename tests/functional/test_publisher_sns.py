@@ -219,22 +219,23 @@ def test_message_moto_itself_rejects_as_too_long_is_quarantined(
     ],
     ids=lambda failure: failure["Code"],
 )
-def test_retryable_failed_entry_checkpoints_at_it_and_sends_no_later_batch(
+def test_retryable_failed_entry_is_retried_then_checkpointed_never_quarantined(
     outbox_table: OutboxTable, sns_topic: SnsTopic, failure: dict[str, Any]
 ) -> None:
-    # GIVEN 25 records; the 14th (second batch, 4th entry) fails retryably
+    # GIVEN 25 records; the 14th (second batch, 4th entry) fails retryably every time
     outbox = write_outbox(outbox_table, 25)
     sns = RecordingSns(sns_topic.client, failures={outbox.ids[13]: failure})
 
     result, _ = run_sns_publisher(outbox.records, outbox_table, sns_topic, sns=sns)
 
-    # THEN Lambda resumes at that record, the third batch was never sent
+    # THEN it is sent again first in the next calls (five attempts), then Lambda
+    # resumes at that record
     assert result.response() == {"batchItemFailures": [{"itemIdentifier": outbox.seq(13)}]}
-    assert [len(call) for call in sns.calls] == [10, 10]
-    # AND exactly the published items are deleted; nothing is quarantined
-    assert outbox_sort_keys(outbox_table) == {outbox.sk(i) for i in [13, 20, 21, 22, 23, 24]}
+    assert [len(call) for call in sns.calls] == [10, 10, 6, 1, 1, 1]
+    # AND everything else is published and deleted; nothing is quarantined
+    assert outbox_sort_keys(outbox_table) == {outbox.sk(13)}
     assert outbox_table.pending_sort_keys() == outbox_sort_keys(outbox_table)
-    assert (result.retryable_failures, result.quarantine_calls) == (1, 0)
+    assert (result.retryable_failures, result.quarantine_calls) == (5, 0)
 
 
 def test_entry_missing_from_the_answer_is_retried_and_not_deleted(
@@ -260,18 +261,33 @@ def test_entry_missing_from_the_answer_is_retried_and_not_deleted(
     ],
     ids=["client-error", "connection-error"],
 )
-def test_publish_batch_raising_checkpoints_at_the_first_record_of_its_batch(
+def test_publish_batch_raising_is_retried_then_checkpointed_at_the_first_record_of_its_batch(
     outbox_table: OutboxTable, sns_topic: SnsTopic, error: Exception
 ) -> None:
-    # GIVEN 15 records; the second call (records 10..14) raises
+    # GIVEN 15 records; every call after the first (records 10..14) raises
     outbox = write_outbox(outbox_table, 15)
-    sns = RecordingSns(sns_topic.client, raise_on_calls={1: error})
+    sns = RecordingSns(sns_topic.client, raise_on_calls=dict.fromkeys(range(1, 6), error))
 
     result, _ = run_sns_publisher(outbox.records, outbox_table, sns_topic, sns=sns)
 
     assert result.response() == {"batchItemFailures": [{"itemIdentifier": outbox.seq(10)}]}
+    assert len(sns.calls) == 6, "the first call, then five attempts at the second"
     assert sorted(sns_topic.received_ids()) == sorted(outbox.ids[:10])
     assert outbox_sort_keys(outbox_table) == {outbox.sk(i) for i in range(10, 15)}
+
+
+def test_publish_batch_raising_once_is_sent_again_and_everything_goes_out(
+    outbox_table: OutboxTable, sns_topic: SnsTopic
+) -> None:
+    outbox = write_outbox(outbox_table, 15)
+    failure = client_error("Throttled", "PublishBatch")
+    sns = RecordingSns(sns_topic.client, raise_on_calls={1: failure})
+
+    result, _ = run_sns_publisher(outbox.records, outbox_table, sns_topic, sns=sns)
+
+    assert result.response() == {"batchItemFailures": []}
+    assert sorted(sns_topic.received_ids()) == sorted(outbox.ids)
+    assert outbox_sort_keys(outbox_table) == set()
 
 
 # ----------------------------------------------------------------------------- FIFO

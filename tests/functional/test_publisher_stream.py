@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,7 +26,12 @@ from dynamodb_outbox.envelope import (
     Envelope,
     outbox_item,
 )
-from dynamodb_outbox.publisher import MissingSequenceNumber, PublishResult, publish_stream_batch
+from dynamodb_outbox.publisher import (
+    MissingSequenceNumber,
+    PublishResult,
+    RetryPolicy,
+    publish_stream_batch,
+)
 from dynamodb_outbox.sinks import PUT_EVENTS_MAX_REQUEST_BYTES, EventBridgeSink
 from tests.factories import (
     REGION,
@@ -140,7 +146,10 @@ def write_outbox(
 class Run:
     result: PublishResult
     events: RecordingEvents
+    #: the delete retries' waits (on the deleter thread)
     sleeps: list[float]
+    #: the waits before a call that sends entries again (on the caller's thread)
+    sleeps_between_calls: list[float]
 
 
 def run_publisher(
@@ -153,17 +162,29 @@ def run_publisher(
     delete_retries: int = 5,
 ) -> Run:
     events = events or RecordingEvents(bus.client)
-    sleeps: list[float] = []
+    waits: list[tuple[str, float]] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append((threading.current_thread().name, seconds))
+
     result = publish_stream_batch(
         records,  # type: ignore[arg-type]
         sink=EventBridgeSink(events, bus.name),
         table_name=table.name,
         dynamodb_client=dynamodb or table.client,
-        sleep=sleeps.append,
+        sleep=sleep,
         clock=lambda: FIXED_NOW,
         delete_retries=delete_retries,
+        # The full-jitter draw at its top, so the waits are known.
+        retry=RetryPolicy(jitter=lambda: 1.0),
     )
-    return Run(result=result, events=events, sleeps=sleeps)
+    caller = threading.current_thread().name
+    return Run(
+        result=result,
+        events=events,
+        sleeps=[seconds for thread, seconds in waits if thread != caller],
+        sleeps_between_calls=[seconds for thread, seconds in waits if thread == caller],
+    )
 
 
 def outbox_sort_keys(table: OutboxTable) -> set[str]:
@@ -311,26 +332,53 @@ def test_records_that_are_not_outbox_inserts_are_skipped_untouched(
 # --------------------------------------------------------------- retryable failures
 
 
-def test_throttled_entry_mid_batch_checkpoints_at_it_and_sends_no_later_chunk(
+def test_throttled_entry_is_sent_again_first_in_the_next_call_and_nothing_is_resent(
     outbox_table: OutboxTable, event_bus: EventBus
 ) -> None:
-    # GIVEN 25 records; the 14th (second chunk, 4th entry) is throttled
+    # GIVEN 25 records; the 14th (second call, 4th entry) is throttled once
+    outbox = write_outbox(outbox_table, 25)
+    events = RecordingEvents(
+        event_bus.client,
+        entry_errors={outbox.ids[13]: "ThrottlingException"},
+        error_times={outbox.ids[13]: 1},
+    )
+
+    run = run_publisher(outbox.records, outbox_table, event_bus, events=events)
+
+    # THEN it rides first in the next call, with the last five: no call of its own
+    assert run.result.response() == {"batchItemFailures": []}
+    assert events.sent_ids() == [
+        outbox.ids[:10],
+        outbox.ids[10:20],
+        [outbox.ids[13], *outbox.ids[20:25]],
+    ]
+    # AND every event went out exactly once and every item is deleted
+    assert sorted(event_bus.received_ids()) == sorted(outbox.ids)
+    assert outbox_sort_keys(outbox_table) == set()
+    assert (run.result.retryable_failures, run.result.retried_calls) == (1, 1)
+    assert len(run.sleeps_between_calls) == 1
+
+
+def test_entry_that_keeps_failing_checkpoints_at_it_once_its_attempts_run_out(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN 25 records; the 14th is throttled every time (no time budget: 5 attempts)
     outbox = write_outbox(outbox_table, 25)
     events = RecordingEvents(event_bus.client, entry_errors={outbox.ids[13]: "ThrottlingException"})
 
     run = run_publisher(outbox.records, outbox_table, event_bus, events=events)
 
-    # THEN Lambda is told to resume at that record
+    # THEN Lambda is told to resume at that record, after five attempts
     assert run.result.response() == {"batchItemFailures": [{"itemIdentifier": outbox.seq(13)}]}
-    # AND the third chunk was never sent
-    assert [len(call) for call in events.calls] == [10, 10]
-    published = outbox.ids[:13] + outbox.ids[14:20]
-    assert sorted(event_bus.received_ids()) == sorted(published)
-    # AND exactly the published items are deleted: the failed one and the unsent ones stay
-    assert outbox_sort_keys(outbox_table) == {outbox.sk(i) for i in [13, 20, 21, 22, 23, 24]}
-    assert outbox_table.pending_sort_keys() == outbox_sort_keys(outbox_table)
-    assert run.result.retryable_failures == 1
+    assert [len(call) for call in events.calls] == [10, 10, 6, 1, 1, 1]
+    # AND everything else went out once and is deleted; the failed one stays pending
+    assert sorted(event_bus.received_ids()) == sorted(outbox.ids[:13] + outbox.ids[14:])
+    assert outbox_sort_keys(outbox_table) == {outbox.sk(13)}
+    assert outbox_table.pending_sort_keys() == {outbox.sk(13)}
+    assert run.result.retryable_failures == 5
     assert run.result.quarantined == 0
+    # AND the waits grew: full jitter under 50, 100, 200, 400 ms
+    assert [round(wait, 3) for wait in run.sleeps_between_calls] == [0.05, 0.1, 0.2, 0.4]
 
 
 def test_unknown_put_events_error_code_is_retried_not_quarantined(
@@ -355,30 +403,33 @@ def test_unknown_put_events_error_code_is_retried_not_quarantined(
     ],
     ids=["client-error", "connection-error"],
 )
-def test_put_events_raising_checkpoints_at_the_first_record_of_its_chunk(
+def test_a_call_that_raises_is_sent_again_whole_and_deleted_only_once_through(
     outbox_table: OutboxTable, event_bus: EventBus, error: Exception
 ) -> None:
-    # GIVEN 15 records; the second call (records 10..14) raises
+    # GIVEN 15 records; the second call (records 10..14) raises once
     outbox = write_outbox(outbox_table, 15)
     events = RecordingEvents(event_bus.client, raise_on_calls={1: error})
 
     run = run_publisher(outbox.records, outbox_table, event_bus, events=events)
 
-    assert run.result.response() == {"batchItemFailures": [{"itemIdentifier": outbox.seq(10)}]}
-    assert sorted(event_bus.received_ids()) == sorted(outbox.ids[:10])
-    # AND nothing of the failed call is deleted: whether it got through is unknown
-    assert outbox_sort_keys(outbox_table) == {outbox.sk(i) for i in range(10, 15)}
+    assert run.result.response() == {"batchItemFailures": []}
+    assert events.sent_ids() == [outbox.ids[:10], outbox.ids[10:], outbox.ids[10:]]
+    assert sorted(event_bus.received_ids()) == sorted(outbox.ids)
+    assert outbox_sort_keys(outbox_table) == set()
 
 
-def test_first_call_raising_deletes_nothing(outbox_table: OutboxTable, event_bus: EventBus) -> None:
+def test_calls_that_keep_raising_checkpoint_at_their_first_record_and_delete_nothing_of_it(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
     outbox = write_outbox(outbox_table, 4)
-    events = RecordingEvents(
-        event_bus.client, raise_on_calls={0: _client_error("InternalFailure", "PutEvents")}
-    )
+    failure = _client_error("InternalFailure", "PutEvents")
+    events = RecordingEvents(event_bus.client, raise_on_calls=dict.fromkeys(range(5), failure))
 
     run = run_publisher(outbox.records, outbox_table, event_bus, events=events)
 
+    # Whether any entry of a failed call got through is unknown: none is deleted.
     assert run.result.response() == {"batchItemFailures": [{"itemIdentifier": outbox.seq(0)}]}
+    assert len(events.calls) == 5
     assert outbox_sort_keys(outbox_table) == {outbox.sk(i) for i in range(4)}
     assert run.result.delete_calls == 0
 

@@ -292,33 +292,31 @@ def test_poison_found_by_the_sweeper_is_quarantined_and_the_run_goes_on(
 # ---------------------------------------------------------------------- failures
 
 
-def test_first_retryable_failure_stops_the_run_and_the_rest_stays_pending(
+def test_an_entry_that_keeps_failing_stops_the_run_there_and_the_next_run_takes_it(
     outbox_table: OutboxTable, event_bus: EventBus
 ) -> None:
-    # GIVEN 25 old items; the 14th is throttled
+    # GIVEN 25 old items; the 14th is throttled every time
     outbox = write_outbox(outbox_table, 25, made_at=OLD)
     events = RecordingEvents(event_bus.client, entry_errors={outbox.ids[13]: "ThrottlingException"})
 
     result = run_sweep(outbox_table, bus_sink(event_bus, events))
 
-    # THEN the run stops there: no third call, and it says where
-    assert [len(call) for call in events.calls] == [10, 10]
+    # THEN it is sent again with the next entries until its attempts run out,
+    # and the run stops there and says where
+    assert [len(call) for call in events.calls] == [10, 10, 6, 1, 1, 1]
     assert (result.stopped_by, result.failure_sk, result.more_pending) == (
         "retryable_failure",
         outbox.sk(13),
         True,
     )
-    assert result.publish.retryable_failures == 1
-    # AND what was published is deleted, the rest is still pending
-    left = {outbox.sk(i) for i in [13, 20, 21, 22, 23, 24]}
-    assert outbox_table.pending_sort_keys() == outbox_sort_keys(outbox_table) == left
+    assert result.publish.retryable_failures == 5
+    # AND what was published is deleted, the failed one is still pending
+    assert outbox_table.pending_sort_keys() == outbox_sort_keys(outbox_table) == {outbox.sk(13)}
     # AND the next run publishes exactly what was left
     event_bus.received()
     again = run_sweep(outbox_table, bus_sink(event_bus))
-    assert sorted(event_bus.received_ids()) == sorted(
-        outbox.ids[i] for i in [13, 20, 21, 22, 23, 24]
-    )
-    assert again.swept == 6 and outbox_sort_keys(outbox_table) == set()
+    assert event_bus.received_ids() == [outbox.ids[13]]
+    assert again.swept == 1 and outbox_sort_keys(outbox_table) == set()
 
 
 def test_a_retryable_failure_stops_the_run_before_reading_the_next_hundred_items(
@@ -333,9 +331,12 @@ def test_a_retryable_failure_stops_the_run_before_reading_the_next_hundred_items
 
     # THEN the second hundred is never read nor sent
     assert dynamodb.batch_get_calls == 1
-    assert [len(call) for call in events.calls] == [10]
+    # AND the throttled item rode first in the four calls after its own, with
+    # nine fresh items each, until its five attempts ran out
+    assert [len(call) for call in events.calls] == [10] * 5
+    assert all(call[0]["Detail"] == events.calls[0][2]["Detail"] for call in events.calls[1:])
     assert result.failure_sk == outbox.sk(2)
-    assert len(outbox_sort_keys(outbox_table)) == 150 - 9
+    assert len(outbox_sort_keys(outbox_table)) == 150 - 9 * 5
 
 
 def test_time_running_out_after_a_hundred_items_stops_before_reading_the_next_hundred(
@@ -375,13 +376,12 @@ def test_a_run_that_starts_out_of_time_reads_and_publishes_nothing(
     assert outbox_table.pending_sort_keys() == {outbox.sk(i) for i in range(3)}
 
 
-def test_a_publish_call_raising_stops_the_run_without_deleting_its_entries(
+def test_a_publish_call_that_keeps_raising_stops_the_run_without_deleting_its_entries(
     outbox_table: OutboxTable, event_bus: EventBus
 ) -> None:
     outbox = write_outbox(outbox_table, 15, made_at=OLD)
-    events = RecordingEvents(
-        event_bus.client, raise_on_calls={1: client_error("InternalFailure", "PutEvents")}
-    )
+    failure = client_error("InternalFailure", "PutEvents")
+    events = RecordingEvents(event_bus.client, raise_on_calls=dict.fromkeys(range(1, 6), failure))
 
     result = run_sweep(outbox_table, bus_sink(event_bus, events))
 
