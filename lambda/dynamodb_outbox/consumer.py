@@ -86,11 +86,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_EXPIRES_AFTER_SECONDS",
     "DEFAULT_METRICS_NAMESPACE",
+    "DEFAULT_STOP_MARGIN_SECONDS",
     "ENV_CONSUMER_NAME",
     "IDEMPOTENCY_EVENT_KEY",
     "METRIC_DUPLICATE",
     "METRIC_FAILED",
     "METRIC_PROCESSED",
+    "METRIC_UNATTEMPTED",
     "BatchItemFailure",
     "LambdaHandler",
     "MalformedBatch",
@@ -125,6 +127,10 @@ IDEMPOTENCY_EVENT_KEY: Final = "id"
 METRIC_PROCESSED: Final = "ProcessedEvents"
 METRIC_DUPLICATE: Final = "DuplicateEvents"
 METRIC_FAILED: Final = "FailedEvents"
+METRIC_UNATTEMPTED: Final = "UnattemptedEvents"
+
+#: No record is started with less time left than this (or a fifth of the invocation).
+DEFAULT_STOP_MARGIN_SECONDS: Final = 5.0
 
 _FIFO_SUFFIX: Final = ".fifo"
 
@@ -332,6 +338,7 @@ def process_sqs_batch(
     lambda_context: LambdaContext | None = None,
     logger: Logger | None = None,
     metrics: Metrics | None = None,
+    stop_margin_seconds: float = DEFAULT_STOP_MARGIN_SECONDS,
 ) -> PartialBatchResponse:
     """Run ``process_one`` once per event of an SQS batch; report failures by messageId.
 
@@ -347,8 +354,15 @@ def process_sqs_batch(
     out, so a crashed attempt is retried on the next delivery; without it the
     record blocks the event until ``expires_after_seconds``.
 
-    ``metrics`` (optional) receives ProcessedEvents, DuplicateEvents and
-    FailedEvents counts; flushing them is the caller's job.
+    ``metrics`` (optional) receives ProcessedEvents, DuplicateEvents,
+    FailedEvents and UnattemptedEvents counts; flushing them is the caller's job.
+
+    With a ``lambda_context``, no record is started once the invocation has
+    less than ``stop_margin_seconds`` left (at most a fifth of the time found
+    at the start): the records never attempted are returned in
+    ``batchItemFailures``, so a slow batch ends in time with the done ones
+    deleted, instead of timing out and returning every message, done ones
+    included, one receive closer to the DLQ.
 
     Raises :class:`MalformedBatch` when a record has no messageId (see
     :func:`_message_ids`) and ``ValueError`` when ``persistence_store`` was
@@ -378,9 +392,20 @@ def process_sqs_batch(
 
     failures: list[str] = []
     outcomes: Counter[_Outcome] = Counter()
+    time_left = _time_left(lambda_context)
+    margin = min(stop_margin_seconds, time_left() / 5) if time_left is not None else 0.0
+    unattempted = 0
     with contextlib.ExitStack() as resources:
         run_one = _synchronous(process_one, resources)
         for index, (message_id, record) in enumerate(zip(message_ids, records, strict=True)):
+            if index and time_left is not None and time_left() < margin:
+                unattempted = len(message_ids) - index
+                failures.extend(message_ids[index:])
+                log.warning(
+                    "too little time left to start another record; returning the rest unattempted",
+                    extra={"unattempted_count": unattempted, "seconds_left": time_left()},
+                )
+                break
             outcome = _process_record(
                 message_id, record, run_one, persistence_store, config, key_prefix, log
             )
@@ -405,6 +430,7 @@ def process_sqs_batch(
         metrics.add_metric(METRIC_PROCESSED, MetricUnit.Count, outcomes[_Outcome.PROCESSED])
         metrics.add_metric(METRIC_DUPLICATE, MetricUnit.Count, outcomes[_Outcome.DUPLICATE])
         metrics.add_metric(METRIC_FAILED, MetricUnit.Count, outcomes[_Outcome.FAILED])
+        metrics.add_metric(METRIC_UNATTEMPTED, MetricUnit.Count, unattempted)
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}
 
 
@@ -451,6 +477,13 @@ def _synchronous(
 
 async def _awaited(awaitable: Awaitable[object]) -> object:
     return await awaitable
+
+
+def _time_left(context: object) -> Callable[[], float] | None:
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return None
+    return lambda: float(remaining()) / 1000
 
 
 def _check_store(store: BasePersistenceLayer, config: IdempotencyConfig, key_prefix: str) -> None:
@@ -582,6 +615,7 @@ class OutboxConsumer:
         expires_after_seconds: int = DEFAULT_EXPIRES_AFTER_SECONDS,
         logger: Logger | None = None,
         metrics: Metrics | None = None,
+        stop_margin_seconds: float = DEFAULT_STOP_MARGIN_SECONDS,
     ) -> None:
         if (idempotency_table is None) == (persistence_store is None):
             raise ValueError("give exactly one of idempotency_table or persistence_store")
@@ -589,6 +623,7 @@ class OutboxConsumer:
             raise ValueError("expires_after_seconds must be positive")
         self.name = _resolve_name(name)
         self.expires_after_seconds = expires_after_seconds
+        self.stop_margin_seconds = stop_margin_seconds
         self.persistence_store: BasePersistenceLayer = (
             persistence_store
             if persistence_store is not None
@@ -626,6 +661,7 @@ class OutboxConsumer:
             lambda_context=lambda_context,
             logger=self.logger,
             metrics=self.metrics,
+            stop_margin_seconds=self.stop_margin_seconds,
         )
 
     def handler(self, process_one: Callable[[Envelope], object]) -> LambdaHandler:
