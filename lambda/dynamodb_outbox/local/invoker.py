@@ -3,8 +3,12 @@
 The event crosses a JSON boundary both ways: the handler gets its own decoded
 copy (mutating it cannot change what the runtime retries), and a response
 that cannot be serialised is a function error, as ``Runtime.MarshalError`` is
-in Lambda. Any exception the handler raises is a function error; it is
-recorded, never propagated.
+in Lambda, and so is a response over Lambda's 6 MB invocation response limit
+(``Function.ResponseSizeTooLarge``). Any exception the handler raises is a
+function error; it is recorded, never propagated. When the context follows the
+virtual clock, an invocation that ends past its deadline is a function error
+("Task timed out"), whatever it returned: Lambda stops the function at the
+timeout and never sees its answer (its effects until then remain, as in AWS).
 """
 
 from __future__ import annotations
@@ -17,6 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .context import LambdaContext
+
+#: Lambda's synchronous invocation response limit, "6 MB": read as 6 MiB of
+#: the JSON the runtime sends back (the larger reading never fails a response
+#: AWS would take).
+MAX_RESPONSE_BYTES = 6 * 1024 * 1024
 
 Handler = Callable[[dict[str, Any], Any], Any]
 """A Lambda handler: ``(event, context) -> response``."""
@@ -51,16 +60,33 @@ def invoke_handler(
     try:
         response = handler(payload, context)
     except Exception as error:
+        if context.timed_out:
+            return _timed_out(context)
         return HandlerResult(
             request_id=context.aws_request_id,
             error=f"{type(error).__name__}: {error}",
             error_traceback=traceback.format_exc(),
         )
+    if context.timed_out:
+        return _timed_out(context)
     try:
-        decoded = json.loads(json.dumps(response, default=_lambda_json_default))
+        text = json.dumps(response, default=_lambda_json_default)
+        decoded = json.loads(text)
     except (TypeError, ValueError) as error:
         return HandlerResult(
             request_id=context.aws_request_id,
             error=f"Runtime.MarshalError: {error}",
         )
+    if len(text.encode("utf-8")) > MAX_RESPONSE_BYTES:
+        return HandlerResult(
+            request_id=context.aws_request_id,
+            error=f"Function.ResponseSizeTooLarge: response over {MAX_RESPONSE_BYTES} bytes",
+        )
     return HandlerResult(request_id=context.aws_request_id, response=decoded)
+
+
+def _timed_out(context: LambdaContext) -> HandlerResult:
+    return HandlerResult(
+        request_id=context.aws_request_id,
+        error=f"Task timed out after {context.timeout_seconds:.2f} seconds",
+    )

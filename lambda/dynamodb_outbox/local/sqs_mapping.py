@@ -275,7 +275,9 @@ class SqsMapping:
     # ------------------------------------------------------------------ invoking
 
     def _invoke(self, batch: list[_Message], result: PollResult) -> None:
-        context = LambdaContext(self.settings.function_arn, timeout_seconds=self._timeout)
+        context = LambdaContext(
+            self.settings.function_arn, timeout_seconds=self._timeout, clock=self._clock
+        )
         event: dict[str, Any] = {"Records": [message.record for message in batch]}
         outcome = invoke_handler(self._handler, event, context)
         self.stats.invocations += 1

@@ -382,7 +382,9 @@ class StreamMapping:
             self._discard(state, batch, "RecordAgeExceeded", result, now)
             return
 
-        context = LambdaContext(self.settings.function_arn, timeout_seconds=self._timeout)
+        context = LambdaContext(
+            self.settings.function_arn, timeout_seconds=self._timeout, clock=self._clock
+        )
         event: dict[str, Any] = {"Records": [record.event for record in batch.records]}
         outcome = invoke_handler(self._handler, event, context)
         batch.invoke_count += 1
