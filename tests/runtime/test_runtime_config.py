@@ -82,7 +82,7 @@ def test_mapping_config_of_a_queue_has_the_sqs_defaults_and_refuses_stream_setti
     [
         ({"ParallelizationFactor": 2}, "ParallelizationFactor"),
         ({"TumblingWindowInSeconds": 60}, "TumblingWindowInSeconds"),
-        ({"BatchSize": 1001}, "BatchSize"),
+        ({"BatchSize": 10_001}, "BatchSize"),
         ({"MaximumBatchingWindowInSeconds": 301}, "MaximumBatchingWindowInSeconds"),
         ({"MaximumRetryAttempts": 10_001}, "MaximumRetryAttempts"),
         ({"MaximumRecordAgeInSeconds": 59}, "MaximumRecordAgeInSeconds"),

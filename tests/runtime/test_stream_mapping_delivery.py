@@ -321,3 +321,21 @@ def test_a_child_shard_is_read_only_after_its_parent_is_read_to_its_end(
     parent.closed = True
     mapping.drain()
     assert handler.delivered == ["1", "2", "3"]
+
+
+def test_a_batch_size_above_one_thousand_is_read_over_several_get_records_pages(
+    table: Table, streams: Any, clock: VirtualClock
+) -> None:
+    """AWS: DynamoDB BatchSize up to 10,000; GetRecords returns at most 1,000 per call."""
+    table.put_outbox(1_500)
+    handler = Recorder()
+    mapping = StreamMapping(
+        mapping_config(table.stream_arn, batch_size=10_000),
+        handler,
+        streams_client=streams,
+        clock=clock,
+    )
+
+    mapping.drain()
+
+    assert [len(batch) for batch in handler.batches] == [1_500]
