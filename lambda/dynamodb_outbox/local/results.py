@@ -87,6 +87,8 @@ class StreamStats:
     batches_discarded: int = 0
     records_discarded: int = 0
     failures_sent: int = 0
+    #: batches delivered once more after they succeeded (AWS's at-least-once, opt-in)
+    duplicate_deliveries: int = 0
 
 
 @dataclass
@@ -100,3 +102,5 @@ class SqsStats:
     messages_filtered: int = 0
     visibility_expirations: int = 0
     delete_errors: int = 0
+    #: handled messages put back instead of deleted (AWS's at-least-once, opt-in)
+    duplicate_deliveries: int = 0

@@ -32,6 +32,7 @@ messages the way Lambda's SQS poller does and calls the handler synchronously.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -118,7 +119,16 @@ class SqsMapping:
         sqs_client: Any,
         clock: VirtualClock,
         function_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        duplicate_delivery_rate: float = 0.0,
+        random_source: random.Random | None = None,
     ) -> None:
+        if not 0.0 <= duplicate_delivery_rate <= 1.0:
+            raise MappingConfigError(
+                f"duplicate_delivery_rate must be between 0 and 1, got {duplicate_delivery_rate}"
+            )
+        self._duplicate_rate = duplicate_delivery_rate
+        self._random = random_source or random.Random()
+        self._duplicated: set[str] = set()  # each message comes again at most once
         self.settings = SqsMappingSettings.from_config(config)
         self.queue = QueueSettings.read(sqs_client, self.settings.event_source_arn)
         if self.queue.fifo:
@@ -258,6 +268,28 @@ class SqsMapping:
                 self._buffer.append(message)
                 self._in_flight[message.receipt_handle] = message
 
+    def _put_some_back(self, done: list[_Message]) -> list[_Message]:
+        """At least once (standard queues): a handled message may come again; the rest."""
+        if self.queue.fifo or not self._duplicate_rate:
+            return done
+        keep: list[_Message] = []
+        for message in done:
+            if (
+                message.message_id not in self._duplicated
+                and self._random.random() < self._duplicate_rate
+            ):
+                self._duplicated.add(message.message_id)
+                self._in_flight.pop(message.receipt_handle, None)
+                self._sqs.change_message_visibility(
+                    QueueUrl=self.queue.url,
+                    ReceiptHandle=message.receipt_handle,
+                    VisibilityTimeout=0,
+                )
+                self.stats.duplicate_deliveries += 1
+            else:
+                keep.append(message)
+        return keep
+
     def _delete(self, messages: list[_Message]) -> None:
         for start in range(0, len(messages), DELETE_BATCH_LIMIT):
             chunk = messages[start : start + DELETE_BATCH_LIMIT]
@@ -301,6 +333,7 @@ class SqsMapping:
             kept = [message for message in batch if message.message_id in failed]
         kept_ids = {id(message) for message in kept}
         done = [message for message in batch if id(message) not in kept_ids]
+        done = self._put_some_back(done)
         self._delete(done)
         self.stats.messages_deleted += len(done)
         self.stats.messages_failed += len(kept)

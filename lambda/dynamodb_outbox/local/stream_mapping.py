@@ -50,6 +50,7 @@ to follow the virtual clock exactly, wrap the writes in
 from __future__ import annotations
 
 import itertools
+import random
 import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -96,6 +97,7 @@ class _Batch:
     retries_used: int = 0
     last_request_id: str | None = None
     last_function_error: bool = False
+    redelivered: bool = False
 
     def derive(self, records: list[_Record], end_sequence: str) -> _Batch:
         return _Batch(
@@ -193,7 +195,15 @@ class StreamMapping:
         clock: VirtualClock,
         sqs_client: Any = None,
         function_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        duplicate_delivery_rate: float = 0.0,
+        random_source: random.Random | None = None,
     ) -> None:
+        if not 0.0 <= duplicate_delivery_rate <= 1.0:
+            raise MappingConfigError(
+                f"duplicate_delivery_rate must be between 0 and 1, got {duplicate_delivery_rate}"
+            )
+        self._duplicate_rate = duplicate_delivery_rate
+        self._random = random_source or random.Random()
         self.settings = StreamMappingSettings.from_config(config)
         self._handler = handler
         self._streams = streams_client
@@ -434,6 +444,12 @@ class StreamMapping:
 
         state.pending.popleft()
         if verdict.succeeded:
+            if not batch.redelivered and self._random.random() < self._duplicate_rate:
+                # At least once: the same batch comes again, as AWS may deliver it.
+                batch.redelivered = True
+                self.stats.duplicate_deliveries += 1
+                state.pending.appendleft(batch)
+                return
             state.position = _Position("AFTER_SEQUENCE_NUMBER", batch.end_sequence)
             return
         remaining = batch.records[failed_from:]
