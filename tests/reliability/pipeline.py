@@ -62,6 +62,8 @@ BUS = "orders-bus"
 SOURCE = "app.orders"
 CONSUMER = "orders-consumer"
 FUNCTION_TIMEOUT_SECONDS = 3
+#: The publisher's (the module's default is 60 s; shorter keeps retries brief).
+PUBLISHER_TIMEOUT_SECONDS = 3
 #: The module's default: 6 x the consumer function's timeout.
 CONSUMER_VISIBILITY_SECONDS = 6 * FUNCTION_TIMEOUT_SECONDS
 MAX_RECEIVE_COUNT = 5
@@ -89,7 +91,12 @@ FAULT_KINDS = (
     "publisher_crash",  # the process dies between PutEvents and the delete
     "consumer_exception",  # the consumer's effect raises (per event, first k runs)
     "sweeper_interleaved",  # a sweep (min age 0) runs between PutEvents and the delete
+    "publisher_timeout",  # a PutEvents call hangs past the publisher's timeout (after sending)
+    "stream_duplicate",  # Lambda delivers a stream batch again after it succeeded (rate)
+    "sqs_duplicate",  # the consumer queue delivers a handled message again (rate)
 )
+#: Kinds that are a rate of the runtime's own, not rolled per call; counted from its stats.
+PLATFORM_KINDS = ("stream_duplicate", "sqs_duplicate")
 
 
 class PublisherCrash(Exception):
@@ -131,11 +138,16 @@ class FaultyEvents:
     """An EventBridge client whose ``put_events`` misbehaves as the plan says."""
 
     def __init__(
-        self, real: Any, plan: FaultPlan, after_send: Callable[[], None] | None = None
+        self,
+        real: Any,
+        plan: FaultPlan,
+        after_send: Callable[[], None] | None = None,
+        hang: Callable[[], None] | None = None,
     ) -> None:
         self._real = real
         self._plan = plan
         self._after_send = after_send
+        self._hang = hang
 
     def put_events(self, *, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         plan = self._plan
@@ -163,6 +175,8 @@ class FaultyEvents:
             self._real.put_events(Entries=duplicates)
         if self._after_send is not None:
             self._after_send()
+        if self._hang is not None and plan.roll("publisher_timeout"):
+            self._hang()  # the call hangs: the invocation outlives its timeout
         if plan.roll("put_events_lost_reply"):
             raise _client_error("InternalException", "PutEvents")
         replies = iter(sent)
@@ -335,7 +349,9 @@ class Pipeline:
         )
 
         self.table_client = FaultyTableClient(self.dynamodb, plan)
-        self.sink = EventBridgeSink(FaultyEvents(self.events, plan, self._interleave), BUS)
+        self.sink = EventBridgeSink(
+            FaultyEvents(self.events, plan, self._interleave, self._hang), BUS
+        )
         self._sweeping = False
         #: per stream invocation, in order: did the plan fire a fault during it?
         self.stream_invocation_faulted: list[bool] = []
@@ -357,6 +373,9 @@ class Pipeline:
             streams_client=self.streams,
             sqs_client=self.sqs,
             clock=clock,
+            function_timeout_seconds=PUBLISHER_TIMEOUT_SECONDS,
+            duplicate_delivery_rate=plan.rates.get("stream_duplicate", 0) / 100,
+            random_source=random.Random(plan.rnd.random()),
         )
         self.ledger_client = FaultyLedgerClient(self.dynamodb, plan)
         consumer = OutboxConsumer(
@@ -372,6 +391,8 @@ class Pipeline:
             sqs_client=self.sqs,
             clock=clock,
             function_timeout_seconds=FUNCTION_TIMEOUT_SECONDS,
+            duplicate_delivery_rate=plan.rates.get("sqs_duplicate", 0) / 100,
+            random_source=random.Random(plan.rnd.random()),
         )
         self.runtime = LocalRuntime(clock)
         self.runtime.add(self.publisher)
@@ -387,12 +408,22 @@ class Pipeline:
                 sink=self.sink,
                 table_name=TABLE,
                 dynamodb_client=self.table_client,
-                sleep=lambda _seconds: None,
+                # Retries wait on the virtual clock, within the invocation's time.
+                sleep=self.clock.advance,
                 clock=self.clock.now_datetime,
+                time_left=lambda: context.get_remaining_time_in_millis() / 1000,
             )
         finally:
             self.stream_invocation_faulted.append(self.plan.total_fired > before)
         return result.response()
+
+    def _hang(self) -> None:
+        self.clock.advance(PUBLISHER_TIMEOUT_SECONDS + 1)
+
+    def count_platform_faults(self) -> None:
+        """The runtime's own duplicate deliveries, as fired faults of their kinds."""
+        self.plan.fired["stream_duplicate"] += self.publisher.stats.duplicate_deliveries
+        self.plan.fired["sqs_duplicate"] += self.consumer.stats.duplicate_deliveries
 
     def _interleave(self) -> None:
         """Maybe run a whole sweep inside a publisher's call, after PutEvents sent."""

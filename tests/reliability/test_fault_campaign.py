@@ -250,7 +250,7 @@ def _check_stream_bound(p: Pipeline) -> tuple[int, int]:
         zip(invocations, p.stream_invocation_faulted, strict=True)
     ):
         deliveries.update(invocation.item_ids)
-        if had_fault:
+        if had_fault or invocation.duplicate:
             faulted.update(invocation.item_ids)
         else:
             assert invocation.outcome == "success", (
@@ -351,6 +351,7 @@ def run_schedule(schedule: Schedule) -> None:
     with pipeline(plan, stream_batch_size=schedule.stream_batch_size) as p:
         outcome = _write(schedule, p)
         _run(schedule, p)
+        p.count_platform_faults()
         figures = _check(schedule, p, outcome)
     CAMPAIGN.add(figures, plan.fired)
 

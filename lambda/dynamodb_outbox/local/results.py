@@ -28,6 +28,8 @@ class Invocation:
     event: dict[str, Any]
     response: Any = None
     error: str | None = None
+    #: a delivery of records that already succeeded (AWS's at-least-once, opt-in)
+    duplicate: bool = False
 
 
 @dataclass

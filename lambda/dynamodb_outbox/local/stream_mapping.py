@@ -438,6 +438,7 @@ class StreamMapping:
             event=event,
             response=outcome.response,
             error=outcome.error,
+            duplicate=batch.redelivered,
         )
         self.invocations.append(invocation)
         result.invocations.append(invocation)
