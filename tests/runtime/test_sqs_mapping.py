@@ -93,6 +93,23 @@ def test_batching_window_holds_a_partial_batch_until_the_virtual_clock_passes_it
     assert bodies_of(handler) == [["first", "second"]]
 
 
+def test_the_next_window_begins_when_the_previous_invocation_completes(
+    queue: Queue, sqs: Any, clock: VirtualClock
+) -> None:
+    """AWS: "the next batching window begins as soon as the previous function
+    invocation completes", so a message arriving after it ran out goes at once."""
+    queue.send("first")
+    handler = Recorder()
+    mapping = sqs_mapping(
+        queue, handler, sqs, clock, batch_size=50, maximum_batching_window_seconds=5
+    )
+    mapping.drain()
+    clock.advance(100)
+    queue.send("later")
+    assert len(mapping.poll().invocations) == 1
+    assert bodies_of(handler) == [["first"], ["later"]]
+
+
 def test_more_than_ten_messages_per_batch_needs_a_batching_window(
     queue: Queue, sqs: Any, clock: VirtualClock
 ) -> None:

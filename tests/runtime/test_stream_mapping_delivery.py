@@ -339,3 +339,22 @@ def test_a_batch_size_above_one_thousand_is_read_over_several_get_records_pages(
     mapping.drain()
 
     assert [len(batch) for batch in handler.batches] == [1_500]
+
+
+def test_the_next_window_begins_when_the_previous_invocation_completes(
+    table: Table, streams: Any, clock: VirtualClock
+) -> None:
+    """AWS: "the next batching window begins as soon as the previous function
+    invocation completes", so records arriving after it ran out go at once."""
+    table.put_outbox(1)
+    handler = Recorder()
+    mapping = stream_mapping(
+        table, handler, streams, clock, batch_size=10, maximum_batching_window_seconds=5
+    )
+    mapping.drain()
+    assert len(handler.events) == 1
+    # WHEN a record arrives long after that invocation's window ran out
+    clock.advance(100)
+    table.put_outbox(1, start=1)
+    # THEN it is delivered on the next poll, without a fresh 5 s wait
+    assert len(mapping.poll().invocations) == 1

@@ -5,8 +5,11 @@ messages the way Lambda's SQS poller does and calls the handler synchronously.
 
 * Batching: up to ``BatchSize`` messages, closed early by the 6 MB payload
   limit; with ``MaximumBatchingWindowInSeconds`` a smaller batch waits until
-  the window has passed on the virtual clock since its first message was
-  received (0 delivers at once).
+  its window has passed on the virtual clock (0 delivers at once). "The next
+  batching window begins as soon as the previous function invocation
+  completes" (Lambda's "How Lambda processes records from stream and
+  queue-based event sources", batching behavior), the first one at the first
+  poll.
 * Responses (:mod:`.responses`): on success every message is deleted; on a
   partial failure every message *not* reported; on a whole-batch failure
   (exception, bad identifier) none. Lambda does not retry SQS batches itself:
@@ -163,10 +166,11 @@ class SqsMapping:
         """Receive, and invoke the handler with at most one batch."""
         result = PollResult()
         now = self._clock.now()
+        if self._window_opened_at is None:
+            self._window_opened_at = now  # the first window: the first poll
         self._release_expired(now, result)
         self._fill_buffer(now, result)
         if not self._buffer:
-            self._window_opened_at = None
             result.wait_until(self._earliest_deadline())
             return result
 
@@ -180,16 +184,14 @@ class SqsMapping:
         full = len(batch) >= self.settings.batch_size or len(batch) < len(self._buffer)
         window = self.settings.batching_window_seconds
         if not full and window > 0:
-            if self._window_opened_at is None:
-                self._window_opened_at = now
             ready_at = self._window_opened_at + window
             if now < ready_at:
                 result.wait_until(ready_at)
                 result.wait_until(self._earliest_deadline())
                 return result
-        self._window_opened_at = None
         self._buffer = self._buffer[len(batch) :]
         self._invoke(batch, result)
+        self._window_opened_at = self._clock.now()  # the next window begins
         return result
 
     def drain(self, max_invocations: int = 1_000, *, advance_clock: bool = True) -> DrainResult:

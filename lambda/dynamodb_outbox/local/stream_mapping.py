@@ -12,10 +12,14 @@ The rules, and the runtime's reading where AWS leaves room:
   Records of a child shard wait until its parent shard is read to its end.
 * Filtered-out records never reach the handler and count as processed.
 * A batch closes at ``BatchSize`` records, at the 6 MB payload limit, or when
-  ``MaximumBatchingWindowInSeconds`` has passed on the virtual clock since the
-  poller first saw the records (a window of 0 delivers at once). The poller is
-  only as frequent as :meth:`StreamMapping.poll` calls; :meth:`drain` moves the
-  clock to the end of a window when nothing else can happen.
+  its ``MaximumBatchingWindowInSeconds`` has passed on the virtual clock (a
+  window of 0 delivers at once). "The next batching window begins as soon as
+  the previous function invocation completes" (Lambda's "How Lambda processes
+  records from stream and queue-based event sources", batching behavior), the
+  first one when the poller first reads the shard: records that arrive after a
+  window has run out go at once. The poller is only as frequent as
+  :meth:`StreamMapping.poll` calls; :meth:`drain` moves the clock to the end of
+  a window when nothing else can happen.
 * Response handling is :mod:`.responses`. A success moves the checkpoint past
   the batch. A partial failure moves it to the lowest reported sequence number
   (numeric comparison); the records from there on are retried.
@@ -290,11 +294,12 @@ class StreamMapping:
     def _poll_shard(self, state: _ShardState) -> PollResult:
         result = PollResult()
         now = self._clock.now()
+        if state.window_opened_at is None:
+            state.window_opened_at = now  # the first window: the poller's first read
         self._trim_pending(state, now, result)
         if not state.pending:
             formed = self._form_batch(state, now, result)
             if not formed.records:
-                state.window_opened_at = None
                 if formed.end_sequence is not None:
                     state.position = _Position("AFTER_SEQUENCE_NUMBER", formed.end_sequence)
                     self.stats.records_filtered += formed.filtered
@@ -306,17 +311,16 @@ class StreamMapping:
                 return result
             window = self.settings.batching_window_seconds
             if not formed.full and window > 0:
-                if state.window_opened_at is None:
-                    state.window_opened_at = now
                 ready_at = state.window_opened_at + window
                 if now < ready_at:
                     result.wait_until(ready_at)
                     return result
-            state.window_opened_at = None
             assert formed.end_sequence is not None
             self.stats.records_filtered += formed.filtered
             state.pending.append(_Batch(formed.records, formed.end_sequence))
         self._attempt(state, result, now)
+        if result.invocations:
+            state.window_opened_at = self._clock.now()  # the next window begins
         return result
 
     def _form_batch(self, state: _ShardState, now: float, result: PollResult) -> _Formed:
