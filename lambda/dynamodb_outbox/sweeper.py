@@ -401,7 +401,7 @@ class _Sweep:
             unread = list(unprocessed.get("Keys") or [])
             if not unread:
                 break
-            if retries >= self.read_retries:
+            if retries >= self.read_retries or self.out_of_time():
                 logger.warning(
                     "keys left unread; the next run picks them up", extra={"count": len(unread)}
                 )

@@ -421,6 +421,21 @@ def test_keys_never_read_are_left_pending_for_the_next_run(
     assert outbox_table.pending_sort_keys() == {outbox.sk(i) for i in range(4)}
 
 
+def test_unread_keys_are_not_retried_once_the_run_is_out_of_time(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    write_outbox(outbox_table, 4, made_at=OLD)
+    dynamodb = CountingDynamoDB(outbox_table.client, unprocessed_batch_gets=-1)
+
+    def time_left() -> float:  # runs out once the first read is handed back
+        return 60.0 if dynamodb.batch_get_calls == 0 else 1.0
+
+    result = run_sweep(outbox_table, bus_sink(event_bus), dynamodb=dynamodb, time_left=time_left)
+
+    assert dynamodb.batch_get_calls == 1, "no wait for a retry the run has no time for"
+    assert result.unfetched == 4 and result.more_pending
+
+
 # ------------------------------------------------------------------------ bounds
 
 
