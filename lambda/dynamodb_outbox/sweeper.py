@@ -512,7 +512,8 @@ def sweep(
     ``time_reserve_seconds`` remain. ``shards`` must match the writers'
     ``pending_shards``. Query and BatchGetItem errors propagate (nothing has been
     published for the keys they concern); publish failures follow the
-    publisher's rules and stop the run at the first retryable one.
+    publisher's rules: retried within the run's time, and an entry still
+    failing then stops the run.
     """
     return _Sweep(
         sink=sink,
