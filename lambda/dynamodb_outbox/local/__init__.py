@@ -25,6 +25,7 @@ Typical use::
 """
 
 from .clock import VirtualClock
+from .concurrency import InterleavingDeadlock
 from .config import (
     MappingConfigError,
     SqsMappingSettings,
@@ -55,6 +56,7 @@ __all__ = [
     "BatchVerdict",
     "DrainLimitReached",
     "DrainResult",
+    "InterleavingDeadlock",
     "Invocation",
     "LambdaContext",
     "LocalRuntime",

@@ -91,6 +91,10 @@ class StreamStats:
     failures_sent: int = 0
     #: batches delivered once more after they succeeded (AWS's at-least-once, opt-in)
     duplicate_deliveries: int = 0
+    #: the most invocations in flight at once (lanes of all shards, see ParallelizationFactor)
+    peak_concurrency: int = 0
+    #: thread switches between concurrent invocations (see :mod:`.concurrency`)
+    interleaving_switches: int = 0
 
 
 @dataclass
@@ -106,3 +110,7 @@ class SqsStats:
     delete_errors: int = 0
     #: handled messages put back instead of deleted (AWS's at-least-once, opt-in)
     duplicate_deliveries: int = 0
+    #: the most invocations in flight at once (see ``concurrency``)
+    peak_concurrency: int = 0
+    #: thread switches between concurrent invocations (see :mod:`.concurrency`)
+    interleaving_switches: int = 0

@@ -28,12 +28,19 @@ messages the way Lambda's SQS poller does and calls the handler synchronously.
   at most 10 messages per batch and no batching window, as in AWS.
 * Filters: a message matching no filter is deleted without reaching the
   handler, as Lambda does.
-* Invocations run one at a time; ``ScalingConfig.MaximumConcurrency`` only
-  bounds parallelism, so it is read and validated but has nothing to limit.
+* Concurrency: a poll receives up to ``concurrency`` batches and invokes them
+  at once (:mod:`.concurrency`: one thread each, switching at every AWS call,
+  reproducibly from ``random_source``), then settles each. ``concurrency``
+  defaults to ``ScalingConfig.MaximumConcurrency`` when the mapping sets it,
+  and to 1 otherwise (AWS would scale up from 5 pollers; tests that want
+  concurrency say so); it may not exceed ``MaximumConcurrency``. FIFO groups
+  are never split across concurrent batches: a group is blocked on receive
+  while one of its messages is in flight.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections.abc import Mapping
@@ -43,6 +50,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from .clock import VirtualClock
+from .concurrency import run_concurrently
 from .config import (
     SQS_FIFO_MAX_BATCH_SIZE,
     MappingConfigError,
@@ -53,7 +61,7 @@ from .context import DEFAULT_TIMEOUT_SECONDS, LambdaContext
 from .drain import drain_until_idle
 from .events import PayloadMeter, SqsEventRecord, record_size, sqs_record
 from .filters import RecordFilter
-from .invoker import Handler, invoke_handler
+from .invoker import Handler, HandlerResult, invoke_handler
 from .responses import BatchVerdict, judge_response, whole_batch_failure
 from .results import DrainResult, Invocation, PollResult, SqsStats
 
@@ -124,6 +132,7 @@ class SqsMapping:
         function_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         duplicate_delivery_rate: float = 0.0,
         random_source: random.Random | None = None,
+        concurrency: int | None = None,
     ) -> None:
         if not 0.0 <= duplicate_delivery_rate <= 1.0:
             raise MappingConfigError(
@@ -133,6 +142,7 @@ class SqsMapping:
         self._random = random_source or random.Random()
         self._duplicated: set[str] = set()  # each message comes again at most once
         self.settings = SqsMappingSettings.from_config(config)
+        self.concurrency = _concurrency(concurrency, self.settings.maximum_concurrency)
         self.queue = QueueSettings.read(sqs_client, self.settings.event_source_arn)
         if self.queue.fifo:
             if self.settings.batch_size > SQS_FIFO_MAX_BATCH_SIZE:
@@ -163,17 +173,30 @@ class SqsMapping:
     # ------------------------------------------------------------------ polling
 
     def poll(self) -> PollResult:
-        """Receive, and invoke the handler with at most one batch."""
+        """Receive, and invoke the handler with at most ``concurrency`` batches at once."""
         result = PollResult()
         now = self._clock.now()
         if self._window_opened_at is None:
             self._window_opened_at = now  # the first window: the first poll
         self._release_expired(now, result)
-        self._fill_buffer(now, result)
-        if not self._buffer:
+        batches: list[list[_Message]] = []
+        while len(batches) < self.concurrency:
+            batch = self._next_batch(now, result)
+            if batch is None:
+                break
+            batches.append(batch)
+        if not batches:
             result.wait_until(self._earliest_deadline())
             return result
+        self._invoke(batches, result)
+        self._window_opened_at = self._clock.now()  # the next window begins
+        return result
 
+    def _next_batch(self, now: float, result: PollResult) -> list[_Message] | None:
+        """The next batch to invoke, taken from the buffer; None if none is ready."""
+        self._fill_buffer(now, result)
+        if not self._buffer:
+            return None
         batch: list[_Message] = []
         meter = PayloadMeter()
         for message in self._buffer:
@@ -184,15 +207,12 @@ class SqsMapping:
         full = len(batch) >= self.settings.batch_size or len(batch) < len(self._buffer)
         window = self.settings.batching_window_seconds
         if not full and window > 0:
-            ready_at = self._window_opened_at + window
+            ready_at = (self._window_opened_at or now) + window
             if now < ready_at:
                 result.wait_until(ready_at)
-                result.wait_until(self._earliest_deadline())
-                return result
+                return None
         self._buffer = self._buffer[len(batch) :]
-        self._invoke(batch, result)
-        self._window_opened_at = self._clock.now()  # the next window begins
-        return result
+        return batch
 
     def drain(self, max_invocations: int = 1_000, *, advance_clock: bool = True) -> DrainResult:
         """Poll until the queue is empty and nothing is in flight, within the bound.
@@ -308,12 +328,30 @@ class SqsMapping:
 
     # ------------------------------------------------------------------ invoking
 
-    def _invoke(self, batch: list[_Message], result: PollResult) -> None:
-        context = LambdaContext(
-            self.settings.function_arn, timeout_seconds=self._timeout, clock=self._clock
-        )
-        event: dict[str, Any] = {"Records": [message.record for message in batch]}
-        outcome = invoke_handler(self._handler, event, context)
+    def _invoke(self, batches: list[list[_Message]], result: PollResult) -> None:
+        """Invoke the handler with every batch at once, then settle each."""
+        calls = []
+        events: list[dict[str, Any]] = []
+        for batch in batches:
+            context = LambdaContext(
+                self.settings.function_arn, timeout_seconds=self._timeout, clock=self._clock
+            )
+            event: dict[str, Any] = {"Records": [message.record for message in batch]}
+            events.append(event)
+            calls.append(functools.partial(invoke_handler, self._handler, event, context))
+        outcomes, switches = run_concurrently(calls, self._random)
+        self.stats.peak_concurrency = max(self.stats.peak_concurrency, len(batches))
+        self.stats.interleaving_switches += switches
+        for batch, event, outcome in zip(batches, events, outcomes, strict=True):
+            self._settle(batch, event, outcome, result)
+
+    def _settle(
+        self,
+        batch: list[_Message],
+        event: dict[str, Any],
+        outcome: HandlerResult,
+        result: PollResult,
+    ) -> None:
         self.stats.invocations += 1
         self.stats.messages_delivered += len(batch)
         result.progressed = True
@@ -360,3 +398,15 @@ class SqsMapping:
         )
         self.invocations.append(invocation)
         result.invocations.append(invocation)
+
+
+def _concurrency(requested: int | None, maximum: int | None) -> int:
+    if requested is None:
+        return maximum or 1
+    if requested < 1:
+        raise MappingConfigError(f"concurrency must be at least 1, got {requested}")
+    if maximum is not None and requested > maximum:
+        raise MappingConfigError(
+            f"concurrency={requested} exceeds the mapping's MaximumConcurrency ({maximum})"
+        )
+    return requested
