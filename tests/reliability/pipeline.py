@@ -16,6 +16,7 @@ the reference consumer's :func:`build_handler`. Nothing in ``lambda/`` changes.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
 import os
@@ -94,9 +95,14 @@ FAULT_KINDS = (
     "publisher_timeout",  # a PutEvents call hangs past the publisher's timeout (after sending)
     "stream_duplicate",  # Lambda delivers a stream batch again after it succeeded (rate)
     "sqs_duplicate",  # the consumer queue delivers a handled message again (rate)
+    "stream_concurrency",  # ParallelizationFactor STREAM_LANES: lanes of the shard at once (on/off)
+    "sqs_concurrency",  # MaximumConcurrency CONSUMER_BATCHES: consumer batches at once (on/off)
 )
-#: Kinds that are a rate of the runtime's own, not rolled per call; counted from its stats.
-PLATFORM_KINDS = ("stream_duplicate", "sqs_duplicate")
+#: Kinds that are the runtime's own, not rolled per call; counted from its stats.
+PLATFORM_KINDS = ("stream_duplicate", "sqs_duplicate", "stream_concurrency", "sqs_concurrency")
+#: Concurrency when its kind's rate is above 0 (a setting, not a rate).
+STREAM_LANES = 4
+CONSUMER_BATCHES = 3
 
 
 class PublisherCrash(Exception):
@@ -109,6 +115,12 @@ class ConsumerBoom(RuntimeError):
 
 def _client_error(code: str, operation: str) -> ClientError:
     return ClientError({"Error": {"Code": code, "Message": f"injected {code}"}}, operation)
+
+
+#: The faults fired by the invocation running in this context: a context
+#: variable, because concurrent invocations run in threads of their own and the
+#: publisher's delete worker runs in a copy of its invocation's context.
+_fired_here: contextvars.ContextVar[list[int]] = contextvars.ContextVar("fired_here")
 
 
 @dataclass
@@ -127,7 +139,20 @@ class FaultPlan:
         if not self.enabled or rate <= 0 or self.rnd.randrange(100) >= rate:
             return False
         self.fired[kind] += 1
+        counter = _fired_here.get(None)
+        if counter is not None:
+            counter[0] += 1
         return True
+
+    @contextmanager
+    def attributing(self) -> Iterator[list[int]]:
+        """Count the faults fired within the block (and what it hands to worker threads)."""
+        counter = [0]
+        token = _fired_here.set(counter)
+        try:
+            yield counter
+        finally:
+            _fired_here.reset(token)
 
     @property
     def total_fired(self) -> int:
@@ -353,8 +378,8 @@ class Pipeline:
             FaultyEvents(self.events, plan, self._interleave, self._hang), BUS
         )
         self._sweeping = False
-        #: per stream invocation, in order: did the plan fire a fault during it?
-        self.stream_invocation_faulted: list[bool] = []
+        #: per stream invocation (by request id): did the plan fire a fault during it?
+        self.stream_invocation_faulted: dict[str, bool] = {}
         self.sweeps: list[SweepResult] = []
         self.sweeper_crashes = 0
 
@@ -368,6 +393,9 @@ class Pipeline:
                 maximum_retry_attempts=STREAM_MAX_RETRIES,
                 maximum_record_age_seconds=STREAM_MAX_RECORD_AGE,
                 on_failure_destination=on_failure_arn,
+                parallelization_factor=(
+                    STREAM_LANES if plan.rates.get("stream_concurrency", 0) > 0 else 1
+                ),
             ),
             self._publisher_handler,
             streams_client=self.streams,
@@ -386,7 +414,14 @@ class Pipeline:
             logger=Logger(service=CONSUMER, level="CRITICAL"),
         )
         self.consumer = SqsMapping(
-            mapping_config(queue_arn, batch_size=10, report_batch_item_failures=True),
+            mapping_config(
+                queue_arn,
+                batch_size=10,
+                report_batch_item_failures=True,
+                maximum_concurrency=(
+                    CONSUMER_BATCHES if plan.rates.get("sqs_concurrency", 0) > 0 else None
+                ),
+            ),
             build_handler(consumer, self.ledger_client, IDEMPOTENCY_TABLE),
             sqs_client=self.sqs,
             clock=clock,
@@ -401,20 +436,20 @@ class Pipeline:
     # -- the functions
 
     def _publisher_handler(self, event: dict[str, Any], context: Any) -> Any:
-        before = self.plan.total_fired
-        try:
-            result = publish_stream_batch(
-                event["Records"],
-                sink=self.sink,
-                table_name=TABLE,
-                dynamodb_client=self.table_client,
-                # Retries wait on the virtual clock, within the invocation's time.
-                sleep=self.clock.advance,
-                clock=self.clock.now_datetime,
-                time_left=lambda: context.get_remaining_time_in_millis() / 1000,
-            )
-        finally:
-            self.stream_invocation_faulted.append(self.plan.total_fired > before)
+        with self.plan.attributing() as fired:
+            try:
+                result = publish_stream_batch(
+                    event["Records"],
+                    sink=self.sink,
+                    table_name=TABLE,
+                    dynamodb_client=self.table_client,
+                    # Retries wait on the virtual clock, within the invocation's time.
+                    sleep=self.clock.advance,
+                    clock=self.clock.now_datetime,
+                    time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+                )
+            finally:
+                self.stream_invocation_faulted[context.aws_request_id] = fired[0] > 0
         return result.response()
 
     def _hang(self) -> None:
@@ -424,6 +459,8 @@ class Pipeline:
         """The runtime's own duplicate deliveries, as fired faults of their kinds."""
         self.plan.fired["stream_duplicate"] += self.publisher.stats.duplicate_deliveries
         self.plan.fired["sqs_duplicate"] += self.consumer.stats.duplicate_deliveries
+        self.plan.fired["stream_concurrency"] += self.publisher.stats.concurrent_invocations
+        self.plan.fired["sqs_concurrency"] += self.consumer.stats.concurrent_invocations
 
     def _interleave(self) -> None:
         """Maybe run a whole sweep inside a publisher's call, after PutEvents sent."""

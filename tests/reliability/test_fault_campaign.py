@@ -243,15 +243,19 @@ def _check_stream_bound(p: Pipeline) -> tuple[int, int]:
     """
     invocations = p.publisher.invocations
     assert len(invocations) == len(p.stream_invocation_faulted)
+    faulted_by_request = p.stream_invocation_faulted
     last_seen: dict[str, int] = {}
     for index, invocation in enumerate(invocations):
         for sequence in invocation.item_ids:
             last_seen[sequence] = index
     deliveries: Counter[str] = Counter()
     faulted: Counter[str] = Counter()
-    for index, (invocation, had_fault) in enumerate(
-        zip(invocations, p.stream_invocation_faulted, strict=True)
-    ):
+    for index, invocation in enumerate(invocations):
+        # A timeout is a fault whatever made the time run out: with concurrent
+        # lanes, another lane's waits advance the shared clock too.
+        had_fault = faulted_by_request[invocation.request_id] or "timed out" in str(
+            invocation.error
+        )
         deliveries.update(invocation.item_ids)
         if invocation.duplicate:
             faulted.update(invocation.item_ids)

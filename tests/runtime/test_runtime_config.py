@@ -80,7 +80,7 @@ def test_mapping_config_of_a_queue_has_the_sqs_defaults_and_refuses_stream_setti
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"ParallelizationFactor": 2}, "ParallelizationFactor"),
+        ({"ParallelizationFactor": 11}, "ParallelizationFactor"),
         ({"TumblingWindowInSeconds": 60}, "TumblingWindowInSeconds"),
         ({"BatchSize": 10_001}, "BatchSize"),
         ({"MaximumBatchingWindowInSeconds": 301}, "MaximumBatchingWindowInSeconds"),

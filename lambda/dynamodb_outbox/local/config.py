@@ -157,6 +157,7 @@ class StreamMappingSettings:
     maximum_retry_attempts: int
     maximum_record_age_seconds: int
     on_failure_destination: str | None
+    parallelization_factor: int = 1
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> StreamMappingSettings:
@@ -177,11 +178,6 @@ class StreamMappingSettings:
         parallelization = _int_setting(
             config, "ParallelizationFactor", 1, low=1, high=10, infinite=False
         )
-        if parallelization != 1:
-            raise MappingConfigError(
-                f"ParallelizationFactor={parallelization} is not supported by the local runtime "
-                "(it processes one batch per shard at a time); use 1"
-            )
         if config.get("TumblingWindowInSeconds"):
             raise MappingConfigError(
                 "TumblingWindowInSeconds is not supported by the local runtime"
@@ -233,6 +229,7 @@ class StreamMappingSettings:
                 infinite=True,
             ),
             on_failure_destination=destination,
+            parallelization_factor=parallelization,
         )
 
 

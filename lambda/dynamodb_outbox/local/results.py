@@ -30,6 +30,8 @@ class Invocation:
     error: str | None = None
     #: a delivery of records that already succeeded (AWS's at-least-once, opt-in)
     duplicate: bool = False
+    #: the shard's lane (streams with ParallelizationFactor > 1; else 0)
+    lane: int = 0
 
 
 @dataclass
@@ -93,6 +95,8 @@ class StreamStats:
     duplicate_deliveries: int = 0
     #: the most invocations in flight at once (lanes of all shards, see ParallelizationFactor)
     peak_concurrency: int = 0
+    #: invocations that ran at the same time as at least one other
+    concurrent_invocations: int = 0
     #: thread switches between concurrent invocations (see :mod:`.concurrency`)
     interleaving_switches: int = 0
 
@@ -112,5 +116,7 @@ class SqsStats:
     duplicate_deliveries: int = 0
     #: the most invocations in flight at once (see ``concurrency``)
     peak_concurrency: int = 0
+    #: invocations that ran at the same time as at least one other
+    concurrent_invocations: int = 0
     #: thread switches between concurrent invocations (see :mod:`.concurrency`)
     interleaving_switches: int = 0

@@ -341,6 +341,8 @@ class SqsMapping:
             calls.append(functools.partial(invoke_handler, self._handler, event, context))
         outcomes, switches = run_concurrently(calls, self._random)
         self.stats.peak_concurrency = max(self.stats.peak_concurrency, len(batches))
+        if len(batches) > 1:
+            self.stats.concurrent_invocations += len(batches)
         self.stats.interleaving_switches += switches
         for batch, event, outcome in zip(batches, events, outcomes, strict=True):
             self._settle(batch, event, outcome, result)

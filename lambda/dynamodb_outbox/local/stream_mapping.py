@@ -45,6 +45,13 @@ The rules, and the runtime's reading where AWS leaves room:
   Trimmed records are lost without a failure record; they are counted in
   ``stats.records_trimmed`` and listed in ``trimmed_sequence_numbers``.
 * At least once: a retried batch delivers again records the handler already saw.
+* ``ParallelizationFactor`` N: each shard is read by N lanes, and a record goes
+  to the lane its item's key (partition key and sort key) hashes to, so the
+  records of one item stay in order while different items overtake each other,
+  AWS's rule ("in-order processing at the item level"). Each lane batches,
+  retries, bisects, discards and checkpoints on its own: a failing batch holds
+  back its lane only. Every lane of every shard with a batch ready is invoked
+  in the same round, at once (:mod:`.concurrency`).
 
 moto stamps stream records with the wall clock; for record age and retention
 to follow the virtual clock exactly, wrap the writes in
@@ -53,7 +60,9 @@ to follow the virtual clock exactly, wrap the writes in
 
 from __future__ import annotations
 
-import itertools
+import functools
+import hashlib
+import json
 import random
 import uuid
 from collections import deque
@@ -64,6 +73,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from .clock import VirtualClock
+from .concurrency import run_concurrently
 from .config import INFINITE, MappingConfigError, StreamMappingSettings, arn_parts
 from .context import DEFAULT_TIMEOUT_SECONDS, LambdaContext
 from .destinations import (
@@ -75,7 +85,7 @@ from .destinations import (
 from .drain import drain_until_idle
 from .events import PayloadMeter, StreamEventRecord, epoch_seconds, record_size, stream_record
 from .filters import RecordFilter
-from .invoker import Handler, invoke_handler
+from .invoker import Handler, HandlerResult, invoke_handler
 from .responses import BatchVerdict, judge_response, whole_batch_failure
 from .results import DrainResult, Invocation, PollResult, StreamStats
 
@@ -125,7 +135,10 @@ _TRIM_HORIZON = _Position("TRIM_HORIZON")
 
 @dataclass
 class _ShardState:
+    """One lane of a shard (the only one without parallelization)."""
+
     shard_id: str
+    lane: int = 0
     position: _Position = _TRIM_HORIZON
     pending: deque[_Batch] = field(default_factory=deque)
     window_opened_at: float | None = None
@@ -222,7 +235,7 @@ class StreamMapping:
                     "the mapping has an on-failure destination: pass sqs_client"
                 )
             self._destination = SqsDestination(self.settings.on_failure_destination, sqs_client)
-        self._shards: dict[str, _ShardState] = {}
+        self._lanes: dict[tuple[str, int], _ShardState] = {}
         self.stats = StreamStats()
         self.invocations: list[Invocation] = []
         self.failure_records: list[dict[str, Any]] = []
@@ -231,19 +244,39 @@ class StreamMapping:
     # ------------------------------------------------------------------ polling
 
     def poll(self) -> PollResult:
-        """Run at most one batch per shard, as one round of Lambda's poller."""
+        """One round of Lambda's poller: at most one batch per lane of each shard, all at once."""
         result = PollResult()
         shards = self._describe_shards()
         listed = {shard["ShardId"] for shard in shards}
+        ready: list[_ShardState] = []
         for shard in shards:
-            state = self._shards.setdefault(shard["ShardId"], _ShardState(shard["ShardId"]))
-            if state.finished:
-                continue
             parent = shard.get("ParentShardId")
-            if parent in listed and not (parent in self._shards and self._shards[parent].finished):
+            if isinstance(parent, str) and parent in listed and not self._shard_finished(parent):
                 continue
-            result.merge(self._poll_shard(state))
+            for state in self._shard_lanes(shard["ShardId"]):
+                if not state.finished and self._batch_ready(state, result):
+                    ready.append(state)
+        self._invoke(ready, result)
         return result
+
+    def _shard_lanes(self, shard_id: str) -> list[_ShardState]:
+        return [
+            self._lanes.setdefault((shard_id, lane), _ShardState(shard_id, lane))
+            for lane in range(self.settings.parallelization_factor)
+        ]
+
+    def _shard_finished(self, shard_id: str) -> bool:
+        return all(
+            (shard_id, lane) in self._lanes and self._lanes[(shard_id, lane)].finished
+            for lane in range(self.settings.parallelization_factor)
+        )
+
+    def _lane_of(self, raw: Mapping[str, Any]) -> int:
+        lanes = self.settings.parallelization_factor
+        if lanes == 1:
+            return 0
+        keys = json.dumps(raw["dynamodb"]["Keys"], sort_keys=True).encode()
+        return int.from_bytes(hashlib.sha256(keys).digest()[:8], "big") % lanes
 
     def drain(self, max_invocations: int = 1_000, *, advance_clock: bool = True) -> DrainResult:
         """Poll until nothing is left to deliver, with at most ``max_invocations`` invocations.
@@ -258,20 +291,26 @@ class StreamMapping:
 
     def has_pending_work(self) -> bool:
         """Whether a batch awaits a retry or a readable record awaits delivery."""
-        if any(state.pending for state in self._shards.values()):
+        if any(state.pending for state in self._lanes.values()):
             return True
         now = self._clock.now()
         for shard in self._describe_shards():
-            state = self._shards.get(shard["ShardId"], _ShardState(shard["ShardId"]))
-            if state.finished:
-                continue
-            reader = _ShardReader(
-                self._streams, self.settings.event_source_arn, state.shard_id, state.position
-            )
-            for raw in itertools.islice(reader, GET_RECORDS_LIMIT):
-                if now - self._created_at(raw, now) <= STREAM_RETENTION_SECONDS:
+            for lane in range(self.settings.parallelization_factor):
+                key = (shard["ShardId"], lane)
+                state = self._lanes.get(key, _ShardState(*key))
+                if not state.finished and self._has_readable_record(state, now):
                     return True
         return False
+
+    def _has_readable_record(self, state: _ShardState, now: float) -> bool:
+        reader = _ShardReader(
+            self._streams, self.settings.event_source_arn, state.shard_id, state.position
+        )
+        return any(
+            self._lane_of(raw) == state.lane
+            and now - self._created_at(raw, now) <= STREAM_RETENTION_SECONDS
+            for raw in reader
+        )
 
     # ------------------------------------------------------------------ shards
 
@@ -291,8 +330,8 @@ class StreamMapping:
         stamp = raw["dynamodb"].get("ApproximateCreationDateTime")
         return default if stamp is None else epoch_seconds(stamp)
 
-    def _poll_shard(self, state: _ShardState) -> PollResult:
-        result = PollResult()
+    def _batch_ready(self, state: _ShardState, result: PollResult) -> bool:
+        """Form the lane's next batch if it has none; whether one is to be invoked now."""
         now = self._clock.now()
         if state.window_opened_at is None:
             state.window_opened_at = now  # the first window: the poller's first read
@@ -308,20 +347,17 @@ class StreamMapping:
                     # A parent read to its end releases its children on the next round.
                     state.finished = True
                     result.progressed = True
-                return result
+                return False
             window = self.settings.batching_window_seconds
             if not formed.full and window > 0:
                 ready_at = state.window_opened_at + window
                 if now < ready_at:
                     result.wait_until(ready_at)
-                    return result
+                    return False
             assert formed.end_sequence is not None
             self.stats.records_filtered += formed.filtered
             state.pending.append(_Batch(formed.records, formed.end_sequence))
-        self._attempt(state, result, now)
-        if result.invocations:
-            state.window_opened_at = self._clock.now()  # the next window begins
-        return result
+        return True
 
     def _form_batch(self, state: _ShardState, now: float, result: PollResult) -> _Formed:
         reader = _ShardReader(
@@ -338,6 +374,9 @@ class StreamMapping:
                 raw, event_source_arn=self.settings.event_source_arn, region=self._region
             )
             sequence = event["dynamodb"]["SequenceNumber"]
+            if self._lane_of(raw) != state.lane:
+                end_sequence = sequence  # another lane's record: that lane accounts for it
+                continue
             created_at = self._created_at(raw, now)
             if in_trimmed_prefix and now - created_at > STREAM_RETENTION_SECONDS:
                 self._lose(sequence)
@@ -389,18 +428,45 @@ class StreamMapping:
 
     # ------------------------------------------------------------------ invoking
 
-    def _attempt(self, state: _ShardState, result: PollResult, now: float) -> None:
-        batch = state.pending[0]
+    def _invoke(self, ready: list[_ShardState], result: PollResult) -> None:
+        """Invoke the handler with the first pending batch of every ready lane, at once."""
+        now = self._clock.now()
         max_age = self.settings.maximum_record_age_seconds
-        if max_age != INFINITE and now - batch.records[0].created_at > max_age:
-            self._discard(state, batch, "RecordAgeExceeded", result, now)
+        lanes: list[_ShardState] = []
+        events: list[dict[str, Any]] = []
+        calls = []
+        for state in ready:
+            batch = state.pending[0]
+            if max_age != INFINITE and now - batch.records[0].created_at > max_age:
+                self._discard(state, batch, "RecordAgeExceeded", result, now)
+                continue
+            context = LambdaContext(
+                self.settings.function_arn, timeout_seconds=self._timeout, clock=self._clock
+            )
+            event: dict[str, Any] = {"Records": [record.event for record in batch.records]}
+            lanes.append(state)
+            events.append(event)
+            calls.append(functools.partial(invoke_handler, self._handler, event, context))
+        if not calls:
             return
+        outcomes, switches = run_concurrently(calls, self._random)
+        self.stats.peak_concurrency = max(self.stats.peak_concurrency, len(calls))
+        if len(calls) > 1:
+            self.stats.concurrent_invocations += len(calls)
+        self.stats.interleaving_switches += switches
+        for state, event, outcome in zip(lanes, events, outcomes, strict=True):
+            self._settle(state, event, outcome, result, now)
+            state.window_opened_at = self._clock.now()  # the next window begins
 
-        context = LambdaContext(
-            self.settings.function_arn, timeout_seconds=self._timeout, clock=self._clock
-        )
-        event: dict[str, Any] = {"Records": [record.event for record in batch.records]}
-        outcome = invoke_handler(self._handler, event, context)
+    def _settle(
+        self,
+        state: _ShardState,
+        event: dict[str, Any],
+        outcome: HandlerResult,
+        result: PollResult,
+        now: float,
+    ) -> None:
+        batch = state.pending[0]
         batch.invoke_count += 1
         batch.last_request_id = outcome.request_id
         batch.last_function_error = outcome.function_error
@@ -427,6 +493,7 @@ class StreamMapping:
 
         invocation = Invocation(
             source=state.shard_id,
+            lane=state.lane,
             item_ids=tuple(ids),
             outcome=(
                 "success"
