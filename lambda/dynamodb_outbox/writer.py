@@ -51,6 +51,7 @@ from dynamodb_outbox.envelope import (
     InvalidEnvelope,
     outbox_item,
 )
+from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
 
 __all__ = [
@@ -578,12 +579,19 @@ class OutboxWriter:
         source: str | None = None,
         correlation_id: str | None = None,
         trace_id: str | None = None,
+        default: JsonDefault | None = None,
     ) -> Envelope:
         """An envelope about ``entity`` (an entity item or its PK), with a fresh ULID and time.
 
         ``subject`` defaults to the entity's PK and ``source`` to the writer's.
         Build events once and reuse the same envelopes when retrying with a
         ``client_request_token``: the id and time are part of the request.
+
+        ``payload`` may hold what DynamoDB and Python hand you: ``Decimal``
+        (written with its exact digits), aware ``datetime`` and ``date`` (ISO
+        8601), ``UUID`` (string); see :mod:`dynamodb_outbox.payload_json` for
+        the whole rule. ``default`` converts anything else, like
+        :func:`json.dumps`'s (``default=bytes.hex``...).
         """
         pk = entity if isinstance(entity, str) else entity.get(ATTR_PK)
         if subject is None:
@@ -594,6 +602,8 @@ class OutboxWriter:
         if not source:
             raise InvalidWrite("an event needs a source: pass source= or OutboxWriter(source=...)")
         try:
+            if default is not None:
+                payload = to_json_value(payload, default=default)
             return Envelope(
                 type=event_type,
                 source=source,
@@ -602,7 +612,7 @@ class OutboxWriter:
                 correlation_id=correlation_id,
                 trace_id=trace_id,
             )
-        except InvalidEnvelope as exc:
+        except (InvalidEnvelope, PayloadNotEncodable) as exc:
             raise InvalidWrite(str(exc)) from exc
 
     def write(

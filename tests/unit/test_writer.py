@@ -349,13 +349,17 @@ def test_event_that_is_not_an_envelope_is_refused(writer: OutboxWriter) -> None:
 
 @pytest.mark.parametrize(
     ("payload", "reason"),
-    [({"score": float("nan")}, "Out of range float"), ({"amount": Decimal("1")}, "Decimal")],
+    [
+        ({"score": float("nan")}, "payload.score is nan"),
+        ({"amount": Decimal("Infinity")}, "payload.amount is Decimal"),
+        ({"blob": b"x"}, "payload.blob is a bytes"),
+    ],
 )
 def test_event_whose_payload_is_not_json_is_refused_before_any_write(
     client: RecordingClient, payload: dict[str, Any], reason: str
 ) -> None:
-    # NaN would be a bare NaN token (invalid JSON the bus rejects forever); a Decimal
-    # cannot be encoded at all. The envelope refuses both, so no write can carry them.
+    # NaN would be a bare NaN token (invalid JSON the bus rejects forever); bytes
+    # have no faithful JSON form. The envelope refuses both, so no write can carry them.
     with pytest.raises(InvalidEnvelope, match=f"not encodable as JSON.*{reason}"):
         event(**payload)
     assert client.calls == []
