@@ -41,6 +41,27 @@ from typing import Any, Final
 from dynamodb_outbox.event_ids import event_id_milliseconds, new_event_id
 from dynamodb_outbox.payload_json import PayloadNotEncodable, dumps, to_json_value
 
+__all__ = [
+    "ATTR_ENVELOPE",
+    "ATTR_EVENT_TYPE",
+    "ATTR_PENDING_SHARD",
+    "ATTR_PK",
+    "ATTR_QUARANTINED_AT",
+    "ATTR_QUARANTINE_REASON",
+    "ATTR_SK",
+    "ATTR_STATUS",
+    "DEFAULT_PENDING_SHARDS",
+    "MAX_NESTING_DEPTH",
+    "OUTBOX_SK_PREFIX",
+    "SCHEMA_VERSION",
+    "STATUS_PENDING",
+    "STATUS_QUARANTINED",
+    "Envelope",
+    "InvalidEnvelope",
+    "outbox_item",
+    "pending_shard",
+]
+
 OUTBOX_SK_PREFIX = "OUTBOX#"
 SCHEMA_VERSION = 1
 

@@ -33,10 +33,11 @@ import base64
 import contextlib
 import math
 import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, DecimalException, InvalidOperation
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, cast
 
 import boto3
 from boto3.dynamodb.types import TypeSerializer
@@ -53,6 +54,11 @@ from dynamodb_outbox.envelope import (
 )
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
+
+if TYPE_CHECKING:
+    # boto3-stubs[dynamodb] (dev only): a Table resource or an async client
+    # passed as ``client`` fails type checking. Without the stubs it is Any.
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = [
     "MAX_CLIENT_REQUEST_TOKEN_LENGTH",
@@ -520,11 +526,13 @@ class _Action:
 class OutboxWriter:
     """Writes entities and their events atomically to the outbox table.
 
-    ``client`` is a low-level boto3 DynamoDB client; inject one in tests or to
-    share a configured client. Without it, a default client is created on first
-    use, not at construction, so building a writer at import time costs nothing
-    and needs no credentials. ``pending_shards`` must match the sweeper's
-    setting (it spreads the pending index over that many partitions).
+    ``client`` is a low-level boto3 DynamoDB client (``boto3.client("dynamodb")``,
+    not a ``Table`` resource); inject one in tests or to share a configured
+    client. Without it, a default client is created on first use, not at
+    construction, so building a writer at import time costs nothing and needs
+    no credentials; threads sharing the writer share that one client.
+    ``pending_shards`` must match the sweeper's setting (it spreads the
+    pending index over that many partitions).
     ``key_schemas`` names the key attributes of OTHER tables touched by extra
     Puts, so duplicate actions on them are caught before calling AWS.
     ``publish_to`` is the module's setting of the same name (``eventbridge``,
@@ -536,7 +544,7 @@ class OutboxWriter:
     def __init__(
         self,
         table_name: str,
-        client: Any = None,
+        client: DynamoDBClient | None = None,
         *,
         pending_shards: int = DEFAULT_PENDING_SHARDS,
         source: str | None = None,
@@ -557,17 +565,24 @@ class OutboxWriter:
         except ValueError as exc:
             raise InvalidWrite(str(exc)) from None
         self._client = client
+        self._client_lock = threading.Lock()
         self._key_schemas: dict[str, tuple[str, ...]] = {
             name: tuple(attrs) for name, attrs in (key_schemas or {}).items()
         }
         self._key_schemas[table_name] = (ATTR_PK, ATTR_SK)
 
     @property
-    def client(self) -> Any:
-        """The DynamoDB client, created on first use when none was injected."""
-        if self._client is None:
-            self._client = boto3.client("dynamodb")
-        return self._client
+    def client(self) -> DynamoDBClient:
+        """The DynamoDB client, created once on first use when none was injected."""
+        client = self._client
+        if client is None:
+            # boto3's default session is not thread-safe to create clients from,
+            # and each client holds its own connection pool: make exactly one.
+            with self._client_lock:
+                client = self._client
+                if client is None:
+                    client = self._client = boto3.client("dynamodb")
+        return client
 
     def new_event(
         self,
