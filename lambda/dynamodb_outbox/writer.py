@@ -36,6 +36,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, DecimalException, InvalidOperation
 from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, cast
 
@@ -52,6 +53,7 @@ from dynamodb_outbox.envelope import (
     InvalidEnvelope,
     outbox_item,
 )
+from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
 
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CLIENT_REQUEST_TOKEN_LENGTH",
+    "MAX_EVENT_ID_LEAD_SECONDS",
     "MAX_ITEM_BYTES",
     "MAX_NESTING_LEVELS",
     "MAX_TRANSACTION_ACTIONS",
@@ -109,6 +112,11 @@ MAX_NESTING_LEVELS: Final = 32
 """DynamoDB "supports nested attributes up to 32 levels deep"."""
 
 MAX_CLIENT_REQUEST_TOKEN_LENGTH: Final = 36
+
+MAX_EVENT_ID_LEAD_SECONDS: Final = 300
+"""How far in the future a caller's ``event_id`` may be (clock skew). The sweeper
+finds pending events by the time in their id (``SK < OUTBOX#<ULID of now - min
+age>``): an id far ahead would hide its event from the sweeper until then."""
 
 _RETRYABLE_CODES: Final = frozenset(
     {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
@@ -595,6 +603,8 @@ class OutboxWriter:
         correlation_id: str | None = None,
         trace_id: str | None = None,
         default: JsonDefault | None = None,
+        event_id: str | None = None,
+        time: datetime | str | None = None,
     ) -> Envelope:
         """An envelope about ``entity`` (an entity item or its PK), with a fresh ULID and time.
 
@@ -607,6 +617,14 @@ class OutboxWriter:
         8601), ``UUID`` (string); see :mod:`dynamodb_outbox.payload_json` for
         the whole rule. ``default`` converts anything else, like
         :func:`json.dumps`'s (``default=bytes.hex``...).
+
+        ``event_id`` (a canonical ULID, at most :data:`MAX_EVENT_ID_LEAD_SECONDS`
+        ahead of now) replaces the fresh id, for a request a client may retry:
+        derive it from the request's key with
+        :func:`dynamodb_outbox.event_ids.event_id_for` and every retry builds the
+        same event. ``time`` (an aware ``datetime`` or ISO 8601 text) defaults
+        to the id's own time when ``event_id`` is given, so a retry is the same
+        request byte for byte (what ``client_request_token`` needs).
         """
         pk = entity if isinstance(entity, str) else entity.get(ATTR_PK)
         if subject is None:
@@ -616,6 +634,13 @@ class OutboxWriter:
         source = source if source is not None else self.source
         if not source:
             raise InvalidWrite("an event needs a source: pass source= or OutboxWriter(source=...)")
+        if event_id is None:
+            event_id = new_event_id()
+        elif time is None:
+            time = event_id_datetime(_checked_event_id(event_id))
+        else:
+            _checked_event_id(event_id)
+        time_text = _event_time_text(datetime.now(UTC) if time is None else time)
         try:
             if default is not None:
                 payload = to_json_value(payload, default=default)
@@ -626,6 +651,8 @@ class OutboxWriter:
                 payload=payload,
                 correlation_id=correlation_id,
                 trace_id=trace_id,
+                id=event_id,
+                time=time_text,
             )
         except (InvalidEnvelope, PayloadNotEncodable) as exc:
             raise InvalidWrite(str(exc)) from exc
@@ -883,6 +910,34 @@ def _check_limits(actions: Sequence[_Action]) -> None:
             limit=MAX_TRANSACTION_BYTES,
             actual=total,
         )
+
+
+def _checked_event_id(event_id: Any) -> str:
+    try:
+        issued = event_id_datetime(event_id)
+    except ValueError as exc:
+        raise InvalidWrite(
+            f"event_id {str(event_id)[:64]!r} is not a ULID ({exc}); the outbox sort key "
+            "OUTBOX#<id> must sort by time: derive one with event_ids.event_id_for(key, at)"
+        ) from None
+    lead = (issued - datetime.now(UTC)).total_seconds()
+    if lead > MAX_EVENT_ID_LEAD_SECONDS:
+        raise InvalidWrite(
+            f"event_id {event_id!r} is dated {issued.isoformat()}, {lead:.0f} s ahead of now "
+            f"(at most {MAX_EVENT_ID_LEAD_SECONDS}): the sweeper would not see the event "
+            "until then"
+        )
+    return cast(str, event_id)
+
+
+def _event_time_text(time: datetime | str) -> str:
+    if isinstance(time, str):
+        return time
+    if not isinstance(time, datetime) or time.utcoffset() is None:
+        raise InvalidWrite(f"time must be an aware datetime or ISO 8601 text, got {time!r:.64}")
+    if time.utcoffset() == timedelta(0):
+        return time.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return time.isoformat(timespec="milliseconds")
 
 
 def _check_token(token: Any) -> None:
