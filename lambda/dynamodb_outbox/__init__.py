@@ -1,3 +1,103 @@
-"""Transactional outbox on DynamoDB: writer, stream publisher and consumer toolkit."""
+"""Transactional outbox on DynamoDB: writer, stream publisher and consumer toolkit.
+
+The names application code uses are importable from here::
+
+    from dynamodb_outbox import Condition, Envelope, OutboxConsumer, OutboxWriter
+
+They are loaded on first use (PEP 562), so a Lambda handler that imports
+``dynamodb_outbox.publisher`` does not also pay for the consumer's Powertools
+idempotency imports. The modules they come from are public too:
+:mod:`~dynamodb_outbox.writer`, :mod:`~dynamodb_outbox.consumer`,
+:mod:`~dynamodb_outbox.envelope`, :mod:`~dynamodb_outbox.payload_json`,
+:mod:`~dynamodb_outbox.event_ids`, :mod:`~dynamodb_outbox.ledger`, each with
+its ``__all__``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from dynamodb_outbox.consumer import OutboxConsumer, parse_body
+    from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+    from dynamodb_outbox.event_ids import new_event_id
+    from dynamodb_outbox.payload_json import PayloadNotEncodable
+    from dynamodb_outbox.writer import (
+        CancellationReason,
+        Condition,
+        IdempotentParameterMismatch,
+        InvalidWrite,
+        LimitExceeded,
+        OutboxWriteError,
+        OutboxWriter,
+        TransactionCancelled,
+        TransactionInProgress,
+        WriteResult,
+        condition_check_action,
+        delete_action,
+        put_action,
+        update_action,
+    )
+
+_EXPORTS: Final = {
+    "OutboxConsumer": "consumer",
+    "parse_body": "consumer",
+    "Envelope": "envelope",
+    "InvalidEnvelope": "envelope",
+    "new_event_id": "event_ids",
+    "PayloadNotEncodable": "payload_json",
+    "CancellationReason": "writer",
+    "Condition": "writer",
+    "IdempotentParameterMismatch": "writer",
+    "InvalidWrite": "writer",
+    "LimitExceeded": "writer",
+    "OutboxWriteError": "writer",
+    "OutboxWriter": "writer",
+    "TransactionCancelled": "writer",
+    "TransactionInProgress": "writer",
+    "WriteResult": "writer",
+    "condition_check_action": "writer",
+    "delete_action": "writer",
+    "put_action": "writer",
+    "update_action": "writer",
+}
+
+__all__ = [
+    "CancellationReason",
+    "Condition",
+    "Envelope",
+    "IdempotentParameterMismatch",
+    "InvalidEnvelope",
+    "InvalidWrite",
+    "LimitExceeded",
+    "OutboxConsumer",
+    "OutboxWriteError",
+    "OutboxWriter",
+    "PayloadNotEncodable",
+    "TransactionCancelled",
+    "TransactionInProgress",
+    "WriteResult",
+    "__version__",
+    "condition_check_action",
+    "delete_action",
+    "new_event_id",
+    "parse_body",
+    "put_action",
+    "update_action",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dynamodb_outbox' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"dynamodb_outbox.{module}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -223,8 +223,12 @@ class MalformedBatch(ValueError):
 # --------------------------------------------------------------------------- parsing
 
 
-def parse_body(body: object) -> Envelope:
+def parse_body(body: object, *, parse_float: Callable[[str], Any] = float) -> Envelope:
     """The envelope an SQS message body carries, whoever delivered it.
+
+    Payload numbers with a fraction or an exponent are ``float`` unless
+    ``parse_float`` says otherwise: ``parse_float=Decimal`` gives the exact
+    digits the producer wrote (money), see :mod:`dynamodb_outbox.payload_json`.
 
     Three shapes reach a consumer queue:
 
@@ -240,7 +244,7 @@ def parse_body(body: object) -> Envelope:
     if not isinstance(body, str | bytes):
         raise InvalidEnvelope(f"message body must be a string, got {type(body).__name__}")
     try:
-        data = json.loads(body)
+        data = json.loads(body, parse_float=parse_float)
     except RecursionError:
         raise InvalidEnvelope("message body nests too deep to be an outbox event") from None
     except ValueError as exc:
@@ -252,7 +256,7 @@ def parse_body(body: object) -> Envelope:
         message = data["Message"]
         if not isinstance(message, str):
             raise InvalidEnvelope("SNS notification 'Message' must be a string")
-        return Envelope.from_json(message)
+        return Envelope.from_json(message, parse_float=parse_float)
 
     if "detail-type" in data and "detail" in data:
         envelope = Envelope.from_dict(data["detail"])
@@ -339,6 +343,7 @@ def process_sqs_batch(
     logger: Logger | None = None,
     metrics: Metrics | None = None,
     stop_margin_seconds: float = DEFAULT_STOP_MARGIN_SECONDS,
+    parse_float: Callable[[str], Any] = float,
 ) -> PartialBatchResponse:
     """Run ``process_one`` once per event of an SQS batch; report failures by messageId.
 
@@ -363,6 +368,8 @@ def process_sqs_batch(
     ``batchItemFailures``, so a slow batch ends in time with the done ones
     deleted, instead of timing out and returning every message, done ones
     included, one receive closer to the DLQ.
+
+    ``parse_float`` reads the payload's non-integer numbers (see :func:`parse_body`).
 
     Raises :class:`MalformedBatch` when a record has no messageId (see
     :func:`_message_ids`) and ``ValueError`` when ``persistence_store`` was
@@ -407,7 +414,7 @@ def process_sqs_batch(
                 )
                 break
             outcome = _process_record(
-                message_id, record, run_one, persistence_store, config, key_prefix, log
+                message_id, record, run_one, persistence_store, config, key_prefix, log, parse_float
             )
             outcomes[outcome] += 1
             if outcome is not _Outcome.FAILED:
@@ -511,13 +518,14 @@ def _process_record(
     config: IdempotencyConfig,
     key_prefix: str,
     log: Logger,
+    parse_float: Callable[[str], Any],
 ) -> _Outcome:
     attributes = record.get("attributes")
     receive_count = (
         attributes.get("ApproximateReceiveCount") if isinstance(attributes, Mapping) else None
     )
     try:
-        envelope = parse_body(record.get("body"))
+        envelope = parse_body(record.get("body"), parse_float=parse_float)
     except Exception as exc:
         # A poison message fails alone, whatever parsing it raised (InvalidEnvelope,
         # or worse); SQS moves it to the DLQ after maxReceiveCount receives. The
@@ -604,6 +612,8 @@ class OutboxConsumer:
     or the consumer name); metrics to ``metrics`` (default: CloudWatch EMF in
     ``$POWERTOOLS_METRICS_NAMESPACE`` or ``DynamoDBOutbox``, dimension
     ``service`` = the same service name), flushed after every batch.
+    ``parse_float=Decimal`` hands ``process_one`` payload numbers with their
+    exact digits instead of floats (see :mod:`dynamodb_outbox.payload_json`).
     """
 
     def __init__(
@@ -616,6 +626,7 @@ class OutboxConsumer:
         logger: Logger | None = None,
         metrics: Metrics | None = None,
         stop_margin_seconds: float = DEFAULT_STOP_MARGIN_SECONDS,
+        parse_float: Callable[[str], Any] = float,
     ) -> None:
         if (idempotency_table is None) == (persistence_store is None):
             raise ValueError("give exactly one of idempotency_table or persistence_store")
@@ -624,6 +635,7 @@ class OutboxConsumer:
         self.name = _resolve_name(name)
         self.expires_after_seconds = expires_after_seconds
         self.stop_margin_seconds = stop_margin_seconds
+        self.parse_float = parse_float
         self.persistence_store: BasePersistenceLayer = (
             persistence_store
             if persistence_store is not None
@@ -662,6 +674,7 @@ class OutboxConsumer:
             logger=self.logger,
             metrics=self.metrics,
             stop_margin_seconds=self.stop_margin_seconds,
+            parse_float=self.parse_float,
         )
 
     def handler(self, process_one: Callable[[Envelope], object]) -> LambdaHandler:

@@ -18,6 +18,10 @@ it, whichever sink the outbox publishes to:
 * its JSON may nest at most :data:`MAX_NESTING_DEPTH` levels: EventBridge
   processes at most 1,000, and a consumer in Python parses with one
   interpreter frame per level, under a default limit of 1,000 frames;
+* its payload must have a JSON form by the rule of
+  :mod:`dynamodb_outbox.payload_json` (``Decimal`` exact, aware ``datetime``
+  and ``date`` as ISO 8601, ``UUID`` as a string; no NaN, infinities, bytes,
+  sets or naive datetimes);
 * its text may not hold U+FFFE, U+FFFF or surrogate code points: SQS refuses
   them in message bodies, so a consumer queue and its DLQ would both refuse the
   event and the bus would drop it. Escaping them in the JSON would not help,
@@ -29,12 +33,34 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from dynamodb_outbox.event_ids import event_id_milliseconds, new_event_id
+from dynamodb_outbox.payload_json import PayloadNotEncodable, dumps, to_json_value
+
+__all__ = [
+    "ATTR_ENVELOPE",
+    "ATTR_EVENT_TYPE",
+    "ATTR_PENDING_SHARD",
+    "ATTR_PK",
+    "ATTR_QUARANTINED_AT",
+    "ATTR_QUARANTINE_REASON",
+    "ATTR_SK",
+    "ATTR_STATUS",
+    "DEFAULT_PENDING_SHARDS",
+    "MAX_NESTING_DEPTH",
+    "OUTBOX_SK_PREFIX",
+    "SCHEMA_VERSION",
+    "STATUS_PENDING",
+    "STATUS_QUARANTINED",
+    "Envelope",
+    "InvalidEnvelope",
+    "outbox_item",
+    "pending_shard",
+]
 
 OUTBOX_SK_PREFIX = "OUTBOX#"
 SCHEMA_VERSION = 1
@@ -97,7 +123,8 @@ class Envelope:
         # Snapshot the payload: a caller mutating its dict afterwards must not
         # change an event already built (a retry with the same request token
         # would then no longer match), and the payload must be encodable as
-        # strict JSON, or the bus would reject it forever.
+        # strict JSON, or the bus would reject it forever. Decimals, datetimes
+        # and UUIDs are converted by the rule of dynamodb_outbox.payload_json.
         object.__setattr__(self, "payload", _json_snapshot(self.payload))
         _check_depth(self.payload)
         object.__setattr__(self, "_utc_time", _utc_time_of(self.time))
@@ -156,9 +183,10 @@ class Envelope:
         )
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Envelope:
+    def from_json(cls, text: str | bytes, *, parse_float: Callable[[str], Any] = float) -> Envelope:
+        """The envelope of ``text``; ``parse_float=Decimal`` keeps payload numbers exact."""
         try:
-            data = json.loads(text)
+            data = json.loads(text, parse_float=parse_float)
         except RecursionError:
             raise InvalidEnvelope(
                 f"envelope JSON nests deeper than {MAX_NESTING_DEPTH} levels"
@@ -174,19 +202,19 @@ class Envelope:
 
 def _dumps(data: Mapping[str, Any]) -> str:
     try:
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return dumps(data)
     except (TypeError, ValueError) as exc:  # e.g. a schema_version of 5,000 digits
         raise InvalidEnvelope(f"envelope is not encodable as JSON: {exc}") from exc
 
 
 def _json_snapshot(payload: Mapping[str, Any]) -> dict[str, Any]:
     try:
-        snapshot: dict[str, Any] = json.loads(json.dumps(payload, allow_nan=False))
+        snapshot: dict[str, Any] = to_json_value(payload)
     except RecursionError:
         raise InvalidEnvelope(
             f"envelope field 'payload' nests deeper than {MAX_NESTING_DEPTH - 1} levels"
         ) from None
-    except (TypeError, ValueError) as exc:
+    except PayloadNotEncodable as exc:
         raise InvalidEnvelope(f"envelope field 'payload' is not encodable as JSON: {exc}") from exc
     return snapshot
 

@@ -19,6 +19,7 @@ consumers drop the second as a duplicate, silently. So:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -32,6 +33,7 @@ __all__ = [
     "MAX_MILLISECONDS",
     "event_id_at",
     "event_id_datetime",
+    "event_id_for",
     "event_id_milliseconds",
     "lowest_event_id_at",
     "new_event_id",
@@ -93,6 +95,27 @@ def event_id_at(milliseconds: int, randomness: bytes) -> str:
     if len(randomness) != _RANDOMNESS_BYTES:
         raise ValueError(f"ULID randomness must be 10 bytes, got {len(randomness)}")
     return str(ULID.from_bytes(milliseconds.to_bytes(6, "big") + bytes(randomness)))
+
+
+def event_id_for(request_key: str, at: datetime) -> str:
+    """The same ULID every time for one request: ``at``'s millisecond, randomness from the key.
+
+    For a request a client may retry (an HTTP ``Idempotency-Key``): every
+    retry builds the same event id, so the same outbox item, and consumers
+    drop a second delivery as a duplicate. ``at`` must be the same on every
+    retry too, e.g. the time the client first sent the request, or the time
+    stored with the key; it should be close to now, since the sweeper finds
+    pending events by the time in their id. The 80 random bits are the first
+    10 bytes of SHA-256 of the key, scoped by the caller (prefix the key with
+    the operation if keys are reused across operations).
+    """
+    if not isinstance(request_key, str) or not request_key:
+        raise ValueError("request_key must be a non-empty string")
+    if at.utcoffset() is None:
+        raise ValueError("at must be an aware datetime (a naive one names no instant)")
+    digest = hashlib.sha256(request_key.encode("utf-8")).digest()
+    milliseconds = int(at.timestamp() * 1000)
+    return event_id_at(milliseconds, digest[:_RANDOMNESS_BYTES])
 
 
 def lowest_event_id_at(milliseconds: int) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Protocol, TypedDict
+from typing import Any, Final, Literal, Protocol, TypedDict
 
 from dynamodb_outbox.envelope import Envelope
 
@@ -60,9 +60,28 @@ _RECORD_NAMES: Final = {
 class DynamoDBClient(Protocol):
     """The part of the boto3 DynamoDB client the ledger uses."""
 
-    def update_item(self, **kwargs: Any) -> Mapping[str, Any]: ...
+    # Keyword parameters, not **kwargs: boto3-stubs' typed client must satisfy it.
+    def update_item(
+        self,
+        *,
+        TableName: str,
+        Key: Mapping[str, Any],
+        UpdateExpression: str,
+        ExpressionAttributeNames: Mapping[str, str],
+        ExpressionAttributeValues: Mapping[str, Any],
+        ReturnValues: Literal["UPDATED_NEW"],
+    ) -> Mapping[str, Any]: ...
 
-    def scan(self, **kwargs: Any) -> Mapping[str, Any]: ...
+    def scan(
+        self,
+        *,
+        TableName: str,
+        ConsistentRead: bool,
+        FilterExpression: str,
+        ExpressionAttributeNames: Mapping[str, str],
+        ExpressionAttributeValues: Mapping[str, Any],
+        ExclusiveStartKey: Mapping[str, Any] = ...,
+    ) -> Mapping[str, Any]: ...
 
 
 class LedgerEntry(TypedDict):

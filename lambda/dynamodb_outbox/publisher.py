@@ -183,9 +183,7 @@ class DynamoDBClient(Protocol):
         ExpressionAttributeValues: AttributeMap,
     ) -> Mapping[str, Any]: ...
 
-    def batch_write_item(
-        self, *, RequestItems: dict[str, list[dict[str, Any]]]
-    ) -> Mapping[str, Any]: ...
+    def batch_write_item(self, *, RequestItems: Mapping[str, Any]) -> Mapping[str, Any]: ...
 
 
 # ---------------------------------------------------------------------------- result

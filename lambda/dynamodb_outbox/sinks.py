@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, Final, NamedTuple, Protocol, TypedDict
 
 from dynamodb_outbox.envelope import Envelope
@@ -241,9 +242,16 @@ def _int64_overflow(payload: Any) -> int | None:
         for child in node.values() if isinstance(node, dict) else node:
             if isinstance(child, dict | list):
                 stack.append(child)
-            elif isinstance(child, int) and not _INT64_MIN <= child <= _INT64_MAX:
-                return child
+            elif _is_json_integer(child) and not _INT64_MIN <= child <= _INT64_MAX:
+                return int(child)
     return None
+
+
+def _is_json_integer(value: Any) -> bool:
+    """An int, or a Decimal the payload rule writes without a point or exponent (``12``)."""
+    if isinstance(value, Decimal):
+        return value.is_finite() and value.as_tuple().exponent == 0
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def put_events_entry_size(

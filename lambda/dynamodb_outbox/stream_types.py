@@ -19,6 +19,19 @@ AttributeMap = dict[str, AttributeValue]
 StreamViewType = Literal["KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"]
 EventName = Literal["INSERT", "MODIFY", "REMOVE"]
 
+__all__ = [
+    "AttributeMap",
+    "AttributeValue",
+    "BatchItemFailure",
+    "DynamoDBStreamEvent",
+    "DynamoDBStreamRecord",
+    "EventName",
+    "PartialBatchResponse",
+    "StreamRecordData",
+    "StreamViewType",
+    "UserIdentity",
+]
+
 
 class StreamRecordData(TypedDict, total=False):
     """The ``dynamodb`` member of a record (DynamoDB Streams ``StreamRecord``)."""

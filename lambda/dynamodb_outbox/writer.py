@@ -33,10 +33,12 @@ import base64
 import contextlib
 import math
 import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, DecimalException, InvalidOperation
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, cast
 
 import boto3
 from boto3.dynamodb.types import TypeSerializer
@@ -51,10 +53,18 @@ from dynamodb_outbox.envelope import (
     InvalidEnvelope,
     outbox_item,
 )
+from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
+from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
+
+if TYPE_CHECKING:
+    # boto3-stubs[dynamodb] (dev only): a Table resource or an async client
+    # passed as ``client`` fails type checking. Without the stubs it is Any.
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = [
     "MAX_CLIENT_REQUEST_TOKEN_LENGTH",
+    "MAX_EVENT_ID_LEAD_SECONDS",
     "MAX_ITEM_BYTES",
     "MAX_NESTING_LEVELS",
     "MAX_TRANSACTION_ACTIONS",
@@ -102,6 +112,11 @@ MAX_NESTING_LEVELS: Final = 32
 """DynamoDB "supports nested attributes up to 32 levels deep"."""
 
 MAX_CLIENT_REQUEST_TOKEN_LENGTH: Final = 36
+
+MAX_EVENT_ID_LEAD_SECONDS: Final = 300
+"""How far in the future a caller's ``event_id`` may be (clock skew). The sweeper
+finds pending events by the time in their id (``SK < OUTBOX#<ULID of now - min
+age>``): an id far ahead would hide its event from the sweeper until then."""
 
 _RETRYABLE_CODES: Final = frozenset(
     {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
@@ -519,11 +534,13 @@ class _Action:
 class OutboxWriter:
     """Writes entities and their events atomically to the outbox table.
 
-    ``client`` is a low-level boto3 DynamoDB client; inject one in tests or to
-    share a configured client. Without it, a default client is created on first
-    use, not at construction, so building a writer at import time costs nothing
-    and needs no credentials. ``pending_shards`` must match the sweeper's
-    setting (it spreads the pending index over that many partitions).
+    ``client`` is a low-level boto3 DynamoDB client (``boto3.client("dynamodb")``,
+    not a ``Table`` resource); inject one in tests or to share a configured
+    client. Without it, a default client is created on first use, not at
+    construction, so building a writer at import time costs nothing and needs
+    no credentials; threads sharing the writer share that one client.
+    ``pending_shards`` must match the sweeper's setting (it spreads the
+    pending index over that many partitions).
     ``key_schemas`` names the key attributes of OTHER tables touched by extra
     Puts, so duplicate actions on them are caught before calling AWS.
     ``publish_to`` is the module's setting of the same name (``eventbridge``,
@@ -535,7 +552,7 @@ class OutboxWriter:
     def __init__(
         self,
         table_name: str,
-        client: Any = None,
+        client: DynamoDBClient | None = None,
         *,
         pending_shards: int = DEFAULT_PENDING_SHARDS,
         source: str | None = None,
@@ -556,17 +573,24 @@ class OutboxWriter:
         except ValueError as exc:
             raise InvalidWrite(str(exc)) from None
         self._client = client
+        self._client_lock = threading.Lock()
         self._key_schemas: dict[str, tuple[str, ...]] = {
             name: tuple(attrs) for name, attrs in (key_schemas or {}).items()
         }
         self._key_schemas[table_name] = (ATTR_PK, ATTR_SK)
 
     @property
-    def client(self) -> Any:
-        """The DynamoDB client, created on first use when none was injected."""
-        if self._client is None:
-            self._client = boto3.client("dynamodb")
-        return self._client
+    def client(self) -> DynamoDBClient:
+        """The DynamoDB client, created once on first use when none was injected."""
+        client = self._client
+        if client is None:
+            # boto3's default session is not thread-safe to create clients from,
+            # and each client holds its own connection pool: make exactly one.
+            with self._client_lock:
+                client = self._client
+                if client is None:
+                    client = self._client = boto3.client("dynamodb")
+        return client
 
     def new_event(
         self,
@@ -578,12 +602,29 @@ class OutboxWriter:
         source: str | None = None,
         correlation_id: str | None = None,
         trace_id: str | None = None,
+        default: JsonDefault | None = None,
+        event_id: str | None = None,
+        time: datetime | str | None = None,
     ) -> Envelope:
         """An envelope about ``entity`` (an entity item or its PK), with a fresh ULID and time.
 
         ``subject`` defaults to the entity's PK and ``source`` to the writer's.
         Build events once and reuse the same envelopes when retrying with a
         ``client_request_token``: the id and time are part of the request.
+
+        ``payload`` may hold what DynamoDB and Python hand you: ``Decimal``
+        (written with its exact digits), aware ``datetime`` and ``date`` (ISO
+        8601), ``UUID`` (string); see :mod:`dynamodb_outbox.payload_json` for
+        the whole rule. ``default`` converts anything else, like
+        :func:`json.dumps`'s (``default=bytes.hex``...).
+
+        ``event_id`` (a canonical ULID, at most :data:`MAX_EVENT_ID_LEAD_SECONDS`
+        ahead of now) replaces the fresh id, for a request a client may retry:
+        derive it from the request's key with
+        :func:`dynamodb_outbox.event_ids.event_id_for` and every retry builds the
+        same event. ``time`` (an aware ``datetime`` or ISO 8601 text) defaults
+        to the id's own time when ``event_id`` is given, so a retry is the same
+        request byte for byte (what ``client_request_token`` needs).
         """
         pk = entity if isinstance(entity, str) else entity.get(ATTR_PK)
         if subject is None:
@@ -593,7 +634,16 @@ class OutboxWriter:
         source = source if source is not None else self.source
         if not source:
             raise InvalidWrite("an event needs a source: pass source= or OutboxWriter(source=...)")
+        if event_id is None:
+            event_id = new_event_id()
+        elif time is None:
+            time = event_id_datetime(_checked_event_id(event_id))
+        else:
+            _checked_event_id(event_id)
+        time_text = _event_time_text(datetime.now(UTC) if time is None else time)
         try:
+            if default is not None:
+                payload = to_json_value(payload, default=default)
             return Envelope(
                 type=event_type,
                 source=source,
@@ -601,8 +651,10 @@ class OutboxWriter:
                 payload=payload,
                 correlation_id=correlation_id,
                 trace_id=trace_id,
+                id=event_id,
+                time=time_text,
             )
-        except InvalidEnvelope as exc:
+        except (InvalidEnvelope, PayloadNotEncodable) as exc:
             raise InvalidWrite(str(exc)) from exc
 
     def write(
@@ -858,6 +910,34 @@ def _check_limits(actions: Sequence[_Action]) -> None:
             limit=MAX_TRANSACTION_BYTES,
             actual=total,
         )
+
+
+def _checked_event_id(event_id: Any) -> str:
+    try:
+        issued = event_id_datetime(event_id)
+    except ValueError as exc:
+        raise InvalidWrite(
+            f"event_id {str(event_id)[:64]!r} is not a ULID ({exc}); the outbox sort key "
+            "OUTBOX#<id> must sort by time: derive one with event_ids.event_id_for(key, at)"
+        ) from None
+    lead = (issued - datetime.now(UTC)).total_seconds()
+    if lead > MAX_EVENT_ID_LEAD_SECONDS:
+        raise InvalidWrite(
+            f"event_id {event_id!r} is dated {issued.isoformat()}, {lead:.0f} s ahead of now "
+            f"(at most {MAX_EVENT_ID_LEAD_SECONDS}): the sweeper would not see the event "
+            "until then"
+        )
+    return cast(str, event_id)
+
+
+def _event_time_text(time: datetime | str) -> str:
+    if isinstance(time, str):
+        return time
+    if not isinstance(time, datetime) or time.utcoffset() is None:
+        raise InvalidWrite(f"time must be an aware datetime or ISO 8601 text, got {time!r:.64}")
+    if time.utcoffset() == timedelta(0):
+        return time.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return time.isoformat(timespec="milliseconds")
 
 
 def _check_token(token: Any) -> None:

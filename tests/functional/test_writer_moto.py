@@ -7,6 +7,7 @@ prefix so they cannot shadow fixtures of other functional tests.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -16,6 +17,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from moto import mock_aws
 
 from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX, STATUS_PENDING, Envelope
+from dynamodb_outbox.event_ids import event_id_for
 from dynamodb_outbox.writer import (
     Condition,
     OutboxWriter,
@@ -242,3 +244,26 @@ def test_write_events_adds_events_to_an_entity_changed_by_an_update(
     items = all_items(writer_dynamodb)
     assert items[0]["status"] == "SHIPPED"
     assert [item["event_type"] for item in outbox_items(writer_dynamodb)].count("OrderShipped") == 1
+
+
+def test_on_moto_a_retry_of_a_committed_request_is_cancelled_by_the_outbox_condition(
+    writer_under_test: OutboxWriter,
+) -> None:
+    # moto ignores ClientRequestToken (AWS would answer the retry with success for
+    # 10 minutes): the retry reaches the outbox Put's attribute_not_exists(SK) and
+    # is cancelled, naming the event. Either way nothing is written twice.
+    sent_at = datetime.now(UTC)
+    attempts = []
+    for _attempt in range(2):
+        event = writer_under_test.new_event(
+            ORDER, "OrderPlaced", {"n": 1}, event_id=event_id_for("key-42", sent_at)
+        )
+        attempts.append(event)
+        order = {**ORDER, "status": "PLACED"}
+        try:
+            writer_under_test.write(order, event, client_request_token=event.id)
+        except TransactionCancelled as cancelled:
+            failures = [(reason.role, reason.code) for reason in cancelled.failures]
+    assert failures == [("event", "ConditionalCheckFailed")]
+    assert attempts[0].to_json() == attempts[1].to_json()
+    assert len(outbox_items(writer_under_test.client)) == 1

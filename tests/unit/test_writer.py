@@ -6,10 +6,13 @@ request must also match the real API model.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
@@ -165,6 +168,38 @@ def test_writer_creates_no_client_until_the_first_write(
     # THEN one DynamoDB client was created and used
     assert created == ["dynamodb"]
     assert len(fake.calls) == 1
+
+
+def test_eight_threads_sharing_a_writer_create_exactly_one_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a client factory that holds each caller until all 8 threads are inside
+    # it (or 0.2 s pass): without a lock, every thread would make a client of its own
+    threads = 8
+    inside = threading.Barrier(threads, timeout=0.2)
+    created: list[RecordingClient] = []
+
+    def slow_boto3_client(service: str, *args: Any, **kwargs: Any) -> RecordingClient:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            inside.wait()
+        created.append(RecordingClient())
+        return created[-1]
+
+    monkeypatch.setattr(boto3, "client", slow_boto3_client)
+    writer = OutboxWriter(TABLE)
+    start = threading.Barrier(threads)
+
+    def first_use() -> object:
+        start.wait()
+        return writer.client
+
+    # WHEN 8 threads use the writer's client at once
+    with ThreadPoolExecutor(threads) as pool:
+        clients = list(pool.map(lambda _: first_use(), range(threads)))
+
+    # THEN one client was made and every thread got it
+    assert len(created) == 1
+    assert all(client is created[0] for client in clients)
 
 
 # ----------------------------------------------------------- the transaction
@@ -349,13 +384,17 @@ def test_event_that_is_not_an_envelope_is_refused(writer: OutboxWriter) -> None:
 
 @pytest.mark.parametrize(
     ("payload", "reason"),
-    [({"score": float("nan")}, "Out of range float"), ({"amount": Decimal("1")}, "Decimal")],
+    [
+        ({"score": float("nan")}, "payload.score is nan"),
+        ({"amount": Decimal("Infinity")}, "payload.amount is Decimal"),
+        ({"blob": b"x"}, "payload.blob is a bytes"),
+    ],
 )
 def test_event_whose_payload_is_not_json_is_refused_before_any_write(
     client: RecordingClient, payload: dict[str, Any], reason: str
 ) -> None:
-    # NaN would be a bare NaN token (invalid JSON the bus rejects forever); a Decimal
-    # cannot be encoded at all. The envelope refuses both, so no write can carry them.
+    # NaN would be a bare NaN token (invalid JSON the bus rejects forever); bytes
+    # have no faithful JSON form. The envelope refuses both, so no write can carry them.
     with pytest.raises(InvalidEnvelope, match=f"not encodable as JSON.*{reason}"):
         event(**payload)
     assert client.calls == []

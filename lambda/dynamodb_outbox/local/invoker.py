@@ -27,8 +27,13 @@ from .context import LambdaContext
 #: AWS would take).
 MAX_RESPONSE_BYTES = 6 * 1024 * 1024
 
-Handler = Callable[[dict[str, Any], Any], Any]
-"""A Lambda handler: ``(event, context) -> response``."""
+Handler = Callable[[Any, Any], object]
+"""A Lambda handler: ``(event, context) -> response``.
+
+The event and context are ``Any`` so that handlers typed with the event's own
+shape (``SQSEvent``, ``DynamoDBStreamEvent``) and Powertools' ``LambdaContext``
+are accepted under ``mypy --strict``: the runtime builds AWS's shapes, and
+passes a context with the attributes Powertools reads."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,95 @@
+"""The package as a typed dependency: ``py.typed`` shipped, names exported, and
+``mypy --strict`` run on code written against it (tests/typing/)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import dynamodb_outbox
+
+REPO = Path(__file__).resolve().parents[2]
+LAMBDA_DIR = REPO / "lambda"
+TYPING_DIR = REPO / "tests" / "typing"
+PUBLIC_MODULES = sorted(
+    module.name
+    for module in pkgutil.iter_modules(dynamodb_outbox.__path__, "dynamodb_outbox.")
+    if not module.name.rsplit(".", 1)[1].startswith("_")
+    and module.name not in ("dynamodb_outbox.local", "dynamodb_outbox.ops")
+)
+
+
+def run_mypy(*files: Path) -> list[str]:
+    """mypy --strict on ``files``; the error lines about them (not about libraries)."""
+    search_path = [str(LAMBDA_DIR), *filter(None, [os.environ.get("MYPYPATH")])]
+    environment = {**os.environ, "MYPYPATH": os.pathsep.join(search_path)}
+    completed = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--python-version", "3.11",
+         "--cache-dir", str(REPO / ".mypy_cache"), *map(str, files)],
+        cwd=REPO, env=environment, capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    prefix = str(TYPING_DIR.relative_to(REPO))
+    return [line for line in completed.stdout.splitlines() if line.startswith(prefix)]
+
+
+def test_a_typed_service_using_the_api_and_the_local_runtime_passes_mypy_strict() -> None:
+    # Handlers typed with SQSEvent / DynamoDBStreamEvent and Powertools'
+    # LambdaContext, the project's own handlers, a typed boto3 client.
+    assert run_mypy(TYPING_DIR / "typed_service.py") == []
+
+
+def test_a_table_resource_passed_as_the_writers_client_fails_type_checking() -> None:
+    # Needs boto3-stubs' DynamoDB service (mypy-boto3-dynamodb, requirements-dev.txt):
+    # without it the client is Any and this fails, on purpose.
+    errors = run_mypy(TYPING_DIR / "wrong_client.py")
+    expected_line = next(
+        number
+        for number, line in enumerate((TYPING_DIR / "wrong_client.py").read_text().splitlines(), 1)
+        if "expected: arg-type" in line
+    )
+    assert len(errors) == 1, errors
+    assert re.search(rf":{expected_line}: error: .*\"Table\".*\[arg-type\]", errors[0]), errors
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_every_public_module_declares_all_and_each_name_exists(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    names = getattr(module, "__all__", None)
+    assert names, f"{module_name} has no __all__"
+    missing = [name for name in names if not hasattr(module, name)]
+    assert missing == []
+
+
+def test_the_package_exports_the_names_application_code_uses_lazily() -> None:
+    code = (
+        "import sys, dynamodb_outbox as d; "
+        "assert 'dynamodb_outbox.consumer' not in sys.modules; "
+        "print(d.OutboxConsumer.__module__, d.OutboxWriter.__module__, "
+        "sorted(set(d.__all__) - set(dir(d))))"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(LAMBDA_DIR)}
+    output = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True
+    ).stdout
+    assert output.split() == ["dynamodb_outbox.consumer", "dynamodb_outbox.writer", "[]"]
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        dynamodb_outbox.Nope  # noqa: B018
+
+
+def test_py_typed_ships_in_the_package_the_zip_and_the_layer() -> None:
+    assert (LAMBDA_DIR / "dynamodb_outbox" / "py.typed").is_file()
+    assert 'dynamodb_outbox = ["py.typed"]' in (LAMBDA_DIR / "pyproject.toml").read_text()
+    for name, path in (
+        ("dynamodb_outbox.zip", "dynamodb_outbox/py.typed"),
+        ("dynamodb_outbox_layer.zip", "python/dynamodb_outbox/py.typed"),
+    ):
+        with zipfile.ZipFile(REPO / "package" / name) as archive:
+            assert path in archive.namelist(), name
