@@ -315,6 +315,13 @@ data "aws_iam_policy_document" "consumer" {
       sid       = "DecryptQueueMessages"
       actions   = ["kms:Decrypt"]
       resources = [statement.value]
+
+      # Through SQS (the queue's messages) and Lambda (the environment) only.
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = local.consumer_kms_via
+      }
     }
   }
 

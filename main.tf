@@ -79,6 +79,15 @@ locals {
   layer_package_path = "${path.module}/package/dynamodb_outbox_layer.zip"
 
   metrics_namespace = "DynamoDBOutbox"
+
+  # What the publisher and sweeper may write in the application table
+  # (dynamodb:Attributes conditions, publisher.tf and sweeper.tf): deletes carry
+  # the key only; the quarantine update sets outbox_status, quarantine_reason and
+  # quarantined_at, removes outbox_pending_shard and checks SK exists
+  # (lambda/dynamodb_outbox/publisher.py, _quarantine;
+  # tests/functional/test_settle_requests_match_policy.py holds the code to these lists).
+  outbox_key_attributes = ["PK", "SK"]
+  quarantine_attributes = ["outbox_status", "quarantine_reason", "quarantined_at", "outbox_pending_shard"]
 }
 
 ################################################################################
@@ -116,6 +125,17 @@ locals {
 ################################################################################
 
 locals {
+  # The services through which a role may use the keys (kms:ViaService): the
+  # tables and their stream (DynamoDB), the queues (SQS), the topic (SNS), and
+  # Lambda, which decrypts the functions' environments.
+  region_name       = data.aws_region.current.name
+  kms_via_dynamodb  = "dynamodb.${local.region_name}.amazonaws.com"
+  kms_via_sqs       = "sqs.${local.region_name}.amazonaws.com"
+  kms_via_sns       = "sns.${local.region_name}.amazonaws.com"
+  kms_via_lambda    = "lambda.${local.region_name}.amazonaws.com"
+  publisher_kms_via = compact([local.kms_via_dynamodb, local.kms_via_sqs, local.publish_to_sns ? local.kms_via_sns : "", local.kms_via_lambda])
+  consumer_kms_via  = [local.kms_via_sqs, local.kms_via_lambda]
+
   # Keys the publisher must be able to use: the module's key (table, queue) and,
   # for an existing table, the customer managed key that table is encrypted with.
   publisher_kms_key_arns = distinct(compact([

@@ -181,7 +181,7 @@ output "sweeper_role_arn" {
 ################################################################################
 
 output "alarm_arns" {
-  description = "ARNs of the CloudWatch alarms the module created, by key: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, and per consumer consumer_failed_invocations/<key>, consumer_dlq_depth/<key>, consumer_dlq_age/<key>. Empty when alarms are off."
+  description = "ARNs of the CloudWatch alarms the module created, by key: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, and per consumer consumer_failed_invocations/<key>, consumer_dlq_depth/<key>, consumer_dlq_age/<key>, consumer_errors/<key>. Empty when alarms are off."
   value = merge(
     { for key, alarm in aws_cloudwatch_metric_alarm.this : key => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.quarantined_events : "quarantined_events" => alarm.arn },

@@ -237,7 +237,8 @@ def test_publisher_role_policy_is_scoped_to_the_stack_arns(
 
     assert resources == {
         "ReadOutboxStream": [outputs["table_stream_arn"]],
-        "SettleOutboxItems": [outputs["table_arn"]],
+        "DeletePublishedItems": [outputs["table_arn"]],
+        "QuarantinePoisonItems": [outputs["table_arn"]],
         "PublishEvents": [outputs["event_bus_arn"]],
         "SendFailedBatchRecords": [outputs["on_failure_queue_arn"]],
         "WriteOwnLogs": [f"{log_group_arn}:*"],
