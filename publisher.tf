@@ -220,6 +220,11 @@ resource "aws_lambda_function" "publisher" {
 
   lifecycle {
     precondition {
+      condition     = !local.lambda_runtime_needs_6x || local.provider_is_6x
+      error_message = "lambda_runtime = \"${var.lambda_runtime}\" needs hashicorp/aws 6.20 or newer: the 5.x provider in use accepts Lambda runtimes up to python3.13 and refuses the functions and the layer (\"expected runtime to be one of ...\"). Upgrade the provider (terraform init -upgrade, with a constraint allowing >= 6.20) or set lambda_runtime = \"python3.13\"."
+    }
+
+    precondition {
       condition     = local.powertools_layer_arn != null
       error_message = "There is no default Powertools layer for the ${data.aws_partition.current.partition} partition: set powertools_layer_arn to the layer version ARN for your region, or to \"\" for no layer."
     }

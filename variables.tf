@@ -214,7 +214,7 @@ variable "publish_to" {
 ################################################################################
 
 variable "lambda_runtime" {
-  description = "Python runtime of the module's functions. Default python3.13, the newest the hashicorp/aws provider 5.x accepts."
+  description = "Python runtime of the module's functions. Default python3.13, the newest the hashicorp/aws provider 5.x accepts; python3.14 needs hashicorp/aws 6.20 or newer (on 5.x the plan stops with the module's message saying so)."
   type        = string
   default     = "python3.13"
   nullable    = false
