@@ -383,3 +383,30 @@ run "longest_name_keeps_derived_names_within_aws_limits" {
     error_message = "A 40-character name must keep every derived name within its AWS limit."
   }
 }
+
+run "outputs_name_the_publisher_log_group_and_the_powertools_layer" {
+  command = plan
+
+  assert {
+    condition     = output.publisher_log_group_name == "/aws/lambda/orders-outbox-publisher" && output.log_group_name == output.publisher_log_group_name
+    error_message = "publisher_log_group_name is the publisher's log group; log_group_name, deprecated, the same value."
+  }
+
+  assert {
+    condition     = output.powertools_layer_arn == one([for arn in aws_lambda_function.publisher.layers : arn if strcontains(arn, "Powertools")])
+    error_message = "powertools_layer_arn must be the Powertools layer the functions run with."
+  }
+}
+
+run "no_powertools_layer_output_without_a_layer" {
+  command = plan
+
+  variables {
+    powertools_layer_arn = ""
+  }
+
+  assert {
+    condition     = output.powertools_layer_arn == null && length(aws_lambda_function.publisher.layers) == 0
+    error_message = "Without a Powertools layer the output is null, not \"\"."
+  }
+}

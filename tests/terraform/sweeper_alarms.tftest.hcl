@@ -304,6 +304,15 @@ run "sweeper_function_is_configured" {
     )
     error_message = "The sweeper outputs must describe the function and its role."
   }
+
+  assert {
+    condition = (
+      output.sweeper_log_group_name == "/aws/lambda/orders-outbox-sweeper"
+      && output.sweeper_schedule_name == "orders-outbox-sweeper"
+      && output.sweeper_schedule_expression == "rate(5 minutes)"
+    )
+    error_message = "The sweeper outputs must give its log group and the schedule that runs it."
+  }
 }
 
 run "sweeper_iam_is_least_privilege" {

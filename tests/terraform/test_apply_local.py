@@ -211,9 +211,9 @@ def test_event_bus_dlq_alarm_fires_on_any_message(
 def test_log_group_exists_with_retention(
     aws_client: Callable[[str], Any], outputs: dict[str, Any]
 ) -> None:
-    groups = aws_client("logs").describe_log_groups(logGroupNamePrefix=outputs["log_group_name"])[
-        "logGroups"
-    ]
+    groups = aws_client("logs").describe_log_groups(
+        logGroupNamePrefix=outputs["publisher_log_group_name"]
+    )["logGroups"]
 
     assert [(g["logGroupName"], g["retentionInDays"]) for g in groups] == [
         (f"/aws/lambda/{outputs['publisher_function_name']}", 7)
