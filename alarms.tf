@@ -15,6 +15,7 @@ locals {
       "consumer_failed_invocations",
       "consumer_dlq_depth",
       "consumer_dlq_age",
+      "consumer_errors",
     ] : key => var.alarms.enabled && !contains(var.alarms.disabled, key)
   }
 
@@ -158,6 +159,25 @@ locals {
     } : {},
   )
 
+  # The function consuming each queue, the module's reference consumer or the
+  # caller's own: invocations that raised or timed out. The toolkit reports failed
+  # messages as partial batch failures, which are not Errors; an error is the
+  # whole batch back on the queue (the DLQ alarms fire only receives later).
+  consumer_function_alarms = local.alarm_enabled["consumer_errors"] ? {
+    for key, c in var.consumers : "consumer_errors/${key}" => {
+      name               = "${local.consumer_names[key]}-errors"
+      description        = "The function consuming the ${key} queue of ${var.name} failed invocations (errors, timeouts): the whole batch goes back to ${local.consumer_names[key]} and, after ${c.max_receive_count} receives, to its DLQ."
+      namespace          = "AWS/Lambda"
+      metric_name        = "Errors"
+      statistic          = "Sum"
+      dimensions         = tomap({ FunctionName = c.function == null ? aws_lambda_function.consumer[key].function_name : split(":", c.function.arn)[6] })
+      threshold          = 0
+      period             = var.alarms.period_seconds
+      evaluation_periods = 1
+      treat_missing_data = "notBreaching"
+    }
+  } : {}
+
   # QuarantinedEvents of the publisher and of the sweeper (each has its own
   # Powertools service dimension), missing points read as 0.
   quarantine_metric_services = compact([
@@ -175,6 +195,7 @@ resource "aws_cloudwatch_metric_alarm" "this" {
     local.metric_alarms,
     local.consumer_rule_alarms,
     local.consumer_dlq_alarms,
+    local.consumer_function_alarms,
   )
 
   alarm_name        = each.value.name

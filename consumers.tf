@@ -35,7 +35,7 @@ locals {
   # redrive policy, and each queue's own policy names the queue. Postconditions on
   # the queues and the table check them against what AWS returns.
   arn_prefix         = "arn:${data.aws_partition.current.partition}"
-  arn_region_account = "${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}"
+  arn_region_account = "${local.region_name}:${data.aws_caller_identity.current.account_id}"
 
   consumer_queue_arns   = { for key, name in local.consumer_names : key => "${local.arn_prefix}:sqs:${local.arn_region_account}:${name}" }
   consumer_dlq_arns     = { for key, name in local.consumer_names : key => "${local.arn_prefix}:sqs:${local.arn_region_account}:${name}-dlq" }
@@ -315,6 +315,13 @@ data "aws_iam_policy_document" "consumer" {
       sid       = "DecryptQueueMessages"
       actions   = ["kms:Decrypt"]
       resources = [statement.value]
+
+      # Through SQS (the queue's messages) and Lambda (the environment) only.
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = local.consumer_kms_via
+      }
     }
   }
 

@@ -6,6 +6,20 @@ data "aws_partition" "current" {}
 
 data "aws_region" "current" {}
 
+locals {
+  # `id` is the region's name on hashicorp/aws 5.x and 6.x alike; `name` is
+  # deprecated in 6.x (replaced by `region`, which 5.x lacks).
+  region_name = data.aws_region.current.id
+
+  # hashicorp/aws 6.x gives the data source a `region` attribute; 5.x has none.
+  # Read with lookup() so that 5.x does not fail on the reference.
+  provider_is_6x = lookup(data.aws_region.current, "region", null) != null
+
+  # hashicorp/aws 5.x validates the runtime against a list that ends at
+  # python3.13; python3.14 came with 6.20 (hashicorp/terraform-provider-aws#44984).
+  lambda_runtime_needs_6x = tonumber(regex("^python3\\.([0-9]+)$", var.lambda_runtime)[0]) >= 14
+}
+
 # The account id completes the ARNs of the consumer queues, which their own
 # policies must name before the queues exist (see consumers.tf).
 data "aws_caller_identity" "current" {}
@@ -79,6 +93,15 @@ locals {
   layer_package_path = "${path.module}/package/dynamodb_outbox_layer.zip"
 
   metrics_namespace = "DynamoDBOutbox"
+
+  # What the publisher and sweeper may write in the application table
+  # (dynamodb:Attributes conditions, publisher.tf and sweeper.tf): deletes carry
+  # the key only; the quarantine update sets outbox_status, quarantine_reason and
+  # quarantined_at, removes outbox_pending_shard and checks SK exists
+  # (lambda/dynamodb_outbox/publisher.py, _quarantine;
+  # tests/functional/test_settle_requests_match_policy.py holds the code to these lists).
+  outbox_key_attributes = ["PK", "SK"]
+  quarantine_attributes = ["outbox_status", "quarantine_reason", "quarantined_at", "outbox_pending_shard"]
 }
 
 ################################################################################
@@ -99,7 +122,7 @@ locals {
     ? format(
       "arn:%s:lambda:%s:%s:layer:AWSLambdaPowertoolsPythonV3-%s-%s:%d",
       data.aws_partition.current.partition,
-      data.aws_region.current.name,
+      local.region_name,
       local.powertools_layer_accounts[data.aws_partition.current.partition],
       replace(var.lambda_runtime, ".", ""),
       var.lambda_architecture,
@@ -116,6 +139,16 @@ locals {
 ################################################################################
 
 locals {
+  # The services through which a role may use the keys (kms:ViaService): the
+  # tables and their stream (DynamoDB), the queues (SQS), the topic (SNS), and
+  # Lambda, which decrypts the functions' environments.
+  kms_via_dynamodb  = "dynamodb.${local.region_name}.amazonaws.com"
+  kms_via_sqs       = "sqs.${local.region_name}.amazonaws.com"
+  kms_via_sns       = "sns.${local.region_name}.amazonaws.com"
+  kms_via_lambda    = "lambda.${local.region_name}.amazonaws.com"
+  publisher_kms_via = compact([local.kms_via_dynamodb, local.kms_via_sqs, local.publish_to_sns ? local.kms_via_sns : "", local.kms_via_lambda])
+  consumer_kms_via  = [local.kms_via_sqs, local.kms_via_lambda]
+
   # Keys the publisher must be able to use: the module's key (table, queue) and,
   # for an existing table, the customer managed key that table is encrypted with.
   publisher_kms_key_arns = distinct(compact([

@@ -60,8 +60,13 @@ output "publisher_role_arn" {
   value       = aws_iam_role.publisher.arn
 }
 
-output "log_group_name" {
+output "publisher_log_group_name" {
   description = "Name of the publisher's CloudWatch log group."
+  value       = aws_cloudwatch_log_group.publisher.name
+}
+
+output "log_group_name" {
+  description = "Deprecated (0.2.0), removed in 0.3.0: use publisher_log_group_name, the same value."
   value       = aws_cloudwatch_log_group.publisher.name
 }
 
@@ -147,6 +152,11 @@ output "idempotency_table_arn" {
 # Layer
 ################################################################################
 
+output "powertools_layer_arn" {
+  description = "Version ARN of the Powertools for AWS Lambda (Python) layer the module's functions run with; null when they run without one (powertools_layer_arn = \"\")."
+  value       = local.powertools_layer_arn == "" ? null : local.powertools_layer_arn
+}
+
 output "layer_arn" {
   description = "Version ARN of the Lambda layer holding the dynamodb_outbox package (writer, envelope, consumer toolkit) for functions outside the module; null when create_layer is false. Add the Powertools layer too for the consumer toolkit."
   value       = try(aws_lambda_layer_version.this[0].arn, null)
@@ -176,12 +186,32 @@ output "sweeper_role_arn" {
   value       = try(aws_iam_role.sweeper[0].arn, null)
 }
 
+output "sweeper_log_group_name" {
+  description = "Name of the sweeper's CloudWatch log group; null when sweeper.enabled is false."
+  value       = try(aws_cloudwatch_log_group.sweeper[0].name, null)
+}
+
+output "sweeper_schedule_name" {
+  description = "Name of the EventBridge Scheduler schedule (group \"default\") that runs the sweeper; null when sweeper.enabled is false."
+  value       = try(aws_scheduler_schedule.sweeper[0].name, null)
+}
+
+output "sweeper_schedule_arn" {
+  description = "ARN of the schedule that runs the sweeper; null when sweeper.enabled is false."
+  value       = try(aws_scheduler_schedule.sweeper[0].arn, null)
+}
+
+output "sweeper_schedule_expression" {
+  description = "When the sweeper runs: the schedule's rate() or cron() expression (UTC); null when sweeper.enabled is false."
+  value       = try(aws_scheduler_schedule.sweeper[0].schedule_expression, null)
+}
+
 ################################################################################
 # Alarms
 ################################################################################
 
 output "alarm_arns" {
-  description = "ARNs of the CloudWatch alarms the module created, by key: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, and per consumer consumer_failed_invocations/<key>, consumer_dlq_depth/<key>, consumer_dlq_age/<key>. Empty when alarms are off."
+  description = "ARNs of the CloudWatch alarms the module created, by key: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, and per consumer consumer_failed_invocations/<key>, consumer_dlq_depth/<key>, consumer_dlq_age/<key>, consumer_errors/<key>. Empty when alarms are off."
   value = merge(
     { for key, alarm in aws_cloudwatch_metric_alarm.this : key => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.quarantined_events : "quarantined_events" => alarm.arn },

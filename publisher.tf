@@ -76,16 +76,44 @@ data "aws_iam_policy_document" "publisher" {
     resources = [local.table_stream_arn]
   }
 
-  # Delete published outbox items (BatchWriteItem, also for a single item) and
-  # mark poison items as quarantined (UpdateItem). No DeleteItem: the handler
-  # never calls it (tests/terraform/test_iam_least_privilege.py).
+  # Delete published outbox items (BatchWriteItem, also for a single item).
+  # BatchWriteItem also authorises PutRequest: dynamodb:Attributes limits every
+  # request to the key attributes, so no request may write any other attribute.
+  # What no condition narrows: which item. The entity shares the outbox item's
+  # partition key and no condition key sees the sort key, so the role can delete
+  # any item of the table by its key (or put one made of its key alone).
+  # No DeleteItem: the handler never calls it (tests/terraform/test_iam_least_privilege.py).
   statement {
-    sid = "SettleOutboxItems"
-    actions = [
-      "dynamodb:BatchWriteItem",
-      "dynamodb:UpdateItem",
-    ]
+    sid       = "DeletePublishedItems"
+    actions   = ["dynamodb:BatchWriteItem"]
     resources = [local.table_arn]
+
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = local.outbox_key_attributes
+    }
+  }
+
+  # Mark poison items as quarantined: the key and the quarantine attributes only,
+  # and no ReturnValues that would read the rest of the item back (AWS's "access
+  # to specific attributes" example). Like the delete, it can name any item.
+  statement {
+    sid       = "QuarantinePoisonItems"
+    actions   = ["dynamodb:UpdateItem"]
+    resources = [local.table_arn]
+
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = concat(local.outbox_key_attributes, local.quarantine_attributes)
+    }
+
+    condition {
+      test     = "StringEqualsIfExists"
+      variable = "dynamodb:ReturnValues"
+      values   = ["NONE"]
+    }
   }
 
   # events:PutEvents on the bus, or sns:Publish on the topic (publish_to).
@@ -112,7 +140,8 @@ data "aws_iam_policy_document" "publisher" {
     resources = ["${aws_cloudwatch_log_group.publisher.arn}:*"]
   }
 
-  # Read an encrypted stream/table and send to an encrypted queue.
+  # Read an encrypted stream/table, send to an encrypted queue or topic; only
+  # through those services (and Lambda, for the environment), never directly.
   dynamic "statement" {
     for_each = length(local.publisher_kms_key_arns) > 0 ? [local.publisher_kms_key_arns] : []
 
@@ -123,6 +152,12 @@ data "aws_iam_policy_document" "publisher" {
         "kms:GenerateDataKey",
       ]
       resources = statement.value
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = local.publisher_kms_via
+      }
     }
   }
 
@@ -184,6 +219,11 @@ resource "aws_lambda_function" "publisher" {
   ]
 
   lifecycle {
+    precondition {
+      condition     = !local.lambda_runtime_needs_6x || local.provider_is_6x
+      error_message = "lambda_runtime = \"${var.lambda_runtime}\" needs hashicorp/aws 6.20 or newer: the 5.x provider in use accepts Lambda runtimes up to python3.13 and refuses the functions and the layer (\"expected runtime to be one of ...\"). Upgrade the provider (terraform init -upgrade, with a constraint allowing >= 6.20) or set lambda_runtime = \"python3.13\"."
+    }
+
     precondition {
       condition     = local.powertools_layer_arn != null
       error_message = "There is no default Powertools layer for the ${data.aws_partition.current.partition} partition: set powertools_layer_arn to the layer version ARN for your region, or to \"\" for no layer."

@@ -58,16 +58,44 @@ data "aws_iam_policy_document" "sweeper" {
     resources = ["${local.table_arn}/index/${local.pending_index_name}"]
   }
 
-  # Re-read pending items by key (consistent BatchGetItem), delete what was
-  # published (BatchWriteItem), quarantine poison items (UpdateItem).
+  # Re-read pending items by key (consistent BatchGetItem). Not narrowed: the
+  # sweeper reads whole items (the envelope) and the keys come from the index.
   statement {
-    sid = "SettleOutboxItems"
-    actions = [
-      "dynamodb:BatchGetItem",
-      "dynamodb:BatchWriteItem",
-      "dynamodb:UpdateItem",
-    ]
+    sid       = "ReadPendingItems"
+    actions   = ["dynamodb:BatchGetItem"]
     resources = [local.table_arn]
+  }
+
+  # Delete what was published and quarantine poison items: the publisher's
+  # statements, with the same limits (publisher.tf).
+  statement {
+    sid       = "DeletePublishedItems"
+    actions   = ["dynamodb:BatchWriteItem"]
+    resources = [local.table_arn]
+
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = local.outbox_key_attributes
+    }
+  }
+
+  statement {
+    sid       = "QuarantinePoisonItems"
+    actions   = ["dynamodb:UpdateItem"]
+    resources = [local.table_arn]
+
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = concat(local.outbox_key_attributes, local.quarantine_attributes)
+    }
+
+    condition {
+      test     = "StringEqualsIfExists"
+      variable = "dynamodb:ReturnValues"
+      values   = ["NONE"]
+    }
   }
 
   # The publisher's sink (sns.tf): PutEvents on the bus or Publish on the topic.
@@ -97,6 +125,12 @@ data "aws_iam_policy_document" "sweeper" {
         "kms:GenerateDataKey",
       ]
       resources = statement.value
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = local.publisher_kms_via
+      }
     }
   }
 

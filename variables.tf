@@ -214,7 +214,7 @@ variable "publish_to" {
 ################################################################################
 
 variable "lambda_runtime" {
-  description = "Python runtime of the module's functions. Default python3.13, the newest the hashicorp/aws provider 5.x accepts."
+  description = "Python runtime of the module's functions. Default python3.13, the newest the hashicorp/aws provider 5.x accepts; python3.14 needs hashicorp/aws 6.20 or newer (on 5.x the plan stops with the module's message saying so)."
   type        = string
   default     = "python3.13"
   nullable    = false
@@ -676,6 +676,8 @@ variable "alarms" {
     - `consumer_dlq_depth`: the consumer's DLQ holds messages.
     - `consumer_dlq_age`: the oldest message in the consumer's DLQ is older than
       `consumer_dlq_age_threshold_seconds` (default 604800, 7 days: half the DLQ's retention).
+    - `consumer_errors`: the function consuming the queue (the reference consumer, or yours
+      given in `consumers[*].function`) failed invocations (AWS/Lambda Errors above 0).
     Sweeper alarms exist only when the sweeper does.
     - `enabled`: false creates no alarm at all (default true).
     - `disabled`: keys of alarms not to create (a consumer alarm key turns it off for every
@@ -711,8 +713,9 @@ variable "alarms" {
       "consumer_failed_invocations",
       "consumer_dlq_depth",
       "consumer_dlq_age",
+      "consumer_errors",
     ])) == 0
-    error_message = "The alarms.disabled entries must be alarm keys: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, consumer_failed_invocations, consumer_dlq_depth, consumer_dlq_age."
+    error_message = "The alarms.disabled entries must be alarm keys: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, consumer_failed_invocations, consumer_dlq_depth, consumer_dlq_age, consumer_errors."
   }
 
   validation {

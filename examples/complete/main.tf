@@ -7,7 +7,12 @@ data "aws_caller_identity" "current" {}
 data "aws_partition" "current" {}
 
 locals {
-  name = "orders-outbox"
+  name           = "orders-outbox"
+  event_bus_name = "orders"
+  partition      = data.aws_partition.current.partition
+  account_id     = data.aws_caller_identity.current.account_id
+  # Built from names: the key policy is needed before the bus exists.
+  event_bus_arn = "arn:${local.partition}:events:${var.region}:${local.account_id}:event-bus/${local.event_bus_name}"
 
   tags = {
     Project     = "orders"
@@ -22,7 +27,7 @@ locals {
 
 data "aws_iam_policy_document" "kms" {
   #checkov:skip=CKV_AWS_109: a key policy: "kms:*" for the account root delegates the key to the account's IAM policies, the default key policy AWS documents
-  #checkov:skip=CKV_AWS_111: a key policy: "*" as the resource means this key only; the service statements are limited to their services and log groups
+  #checkov:skip=CKV_AWS_111: a key policy: "*" as the resource means this key only; each service statement that uses the key is held to this stack by aws:SourceAccount and aws:SourceArn or the bus's or log groups' encryption context (DescribeKey, metadata only, as AWS's EventBridge guide)
   #checkov:skip=CKV_AWS_356: a key policy: "*" as the resource means this key only, and a key policy cannot name the key it is attached to
   # Key administration and use stay with the account's IAM policies.
   statement {
@@ -60,15 +65,26 @@ data "aws_iam_policy_document" "kms" {
     }
   }
 
-  # EventBridge encrypts the events on the bus (DescribeKey checks the key when
-  # the bus is created) and writes to the consumer queues and DLQs, which the
-  # key encrypts: without this statement every delivery fails (the module cannot
-  # add it, it does not own the key). The bus's own DLQ is on SSE-SQS and needs
-  # nothing from the key: events the bus cannot decrypt still reach it.
+  # EventBridge checks the key when the bus is created (DescribeKey: metadata,
+  # no use of the key; AWS's EventBridge guide gives it no condition).
   statement {
-    sid = "EventBridgeUsesKey"
+    sid       = "EventBridgeDescribesKey"
+    actions   = ["kms:DescribeKey"]
+    resources = ["*"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["events.amazonaws.com"]
+    }
+  }
+
+  # EventBridge encrypts the events on this outbox's bus, and only that bus's:
+  # the encryption context EventBridge binds to every bus operation names it
+  # ("Encrypting EventBridge event buses with AWS KMS keys"). The bus's own DLQ
+  # is on SSE-SQS and needs nothing from the key.
+  statement {
+    sid = "EventBridgeEncryptsBusEvents"
     actions = [
-      "kms:DescribeKey",
       "kms:GenerateDataKey",
       "kms:Decrypt",
     ]
@@ -78,12 +94,55 @@ data "aws_iam_policy_document" "kms" {
       type        = "Service"
       identifiers = ["events.amazonaws.com"]
     }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "kms:EncryptionContext:aws:events:event-bus:arn"
+      values   = [local.event_bus_arn]
+    }
   }
 
-  # With publish_to = "sns": the topic is encrypted with the key and SNS
-  # delivers to the encrypted consumer queues.
+  # EventBridge sends to the consumer queues and DLQs, which the key encrypts,
+  # for this outbox's rules only (aws:SourceArn is the sending rule): without
+  # this statement every delivery fails, and the module cannot add it (it does
+  # not own the key).
   statement {
-    sid = "SNSUsesKey"
+    sid = "EventBridgeSendsToConsumerQueues"
+    actions = [
+      "kms:GenerateDataKey",
+      "kms:Decrypt",
+    ]
+    resources = ["*"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["events.amazonaws.com"]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+
+    condition {
+      test     = "ArnLike"
+      variable = "aws:SourceArn"
+      values   = ["arn:${local.partition}:events:${var.region}:${local.account_id}:rule/${local.event_bus_name}/${local.name}-*-consumer"]
+    }
+  }
+
+  # With publish_to = "sns": SNS delivers the topic's messages to the encrypted
+  # consumer queues, for this outbox's topic only (the topic's own encryption
+  # runs as the publisher's role, which the module grants the key).
+  statement {
+    sid = "SNSSendsToConsumerQueues"
     actions = [
       "kms:GenerateDataKey",
       "kms:Decrypt",
@@ -93,6 +152,18 @@ data "aws_iam_policy_document" "kms" {
     principals {
       type        = "Service"
       identifiers = ["sns.amazonaws.com"]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = ["arn:${local.partition}:sns:${var.region}:${local.account_id}:${local.name}"]
     }
   }
 
@@ -141,7 +212,7 @@ module "outbox" {
 
   event_bus = {
     create = true
-    name   = "orders"
+    name   = local.event_bus_name
   }
 
   lambda_runtime      = "python3.13"

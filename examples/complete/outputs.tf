@@ -28,9 +28,19 @@ output "on_failure_queue_url" {
   value       = module.outbox.on_failure_queue_url
 }
 
-output "log_group_name" {
+output "publisher_log_group_name" {
   description = "Publisher log group."
-  value       = module.outbox.log_group_name
+  value       = module.outbox.publisher_log_group_name
+}
+
+output "sweeper_log_group_name" {
+  description = "Sweeper log group."
+  value       = module.outbox.sweeper_log_group_name
+}
+
+output "sweeper_schedule_expression" {
+  description = "When the sweeper runs (UTC)."
+  value       = module.outbox.sweeper_schedule_expression
 }
 
 output "kms_key_arn" {

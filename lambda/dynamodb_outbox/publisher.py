@@ -74,6 +74,7 @@ from dynamodb_outbox.envelope import (
     STATUS_QUARANTINED,
     Envelope,
 )
+from dynamodb_outbox.log_keys import loggable_key
 from dynamodb_outbox.settings import ConfigurationError, required_env
 from dynamodb_outbox.sinks import (
     EVENTBRIDGE_RULES,
@@ -411,10 +412,6 @@ def _error_code(exc: Exception) -> str:
     return type(exc).__name__
 
 
-def _key_label(key: AttributeMap) -> dict[str, object]:
-    return {name: next(iter(value.values()), None) for name, value in key.items()}
-
-
 class _Publication:
     """The state of one :func:`publish_outbox_items` call."""
 
@@ -570,7 +567,7 @@ class _Publication:
             "publish failures left when the retry budget ran out; checkpointing",
             extra={
                 "checkpoint": first.candidate.checkpoint,
-                "key": _key_label(first.candidate.key),
+                "key": loggable_key(first.candidate.key),
                 "retrying": len(retrying),
             },
         )
@@ -637,7 +634,7 @@ class _Publication:
         self.result.quarantine_calls += 1
         log_fields = {
             "reason": reason,
-            "key": _key_label(plan.candidate.key),
+            "key": loggable_key(plan.candidate.key),
             "checkpoint": plan.candidate.checkpoint,
         }
         try:
@@ -726,7 +723,7 @@ class _Publication:
             "published outbox items left undeleted; the sweeper will publish them again",
             extra={
                 "count": len(pending),
-                "keys": [_key_label(request["DeleteRequest"]["Key"]) for request in pending],
+                "keys": [loggable_key(request["DeleteRequest"]["Key"]) for request in pending],
             },
         )
 

@@ -39,6 +39,7 @@ from dynamodb_outbox.consumer import (
 )
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.ledger import DynamoDBClient, record_processed
+from dynamodb_outbox.log_keys import key_digest
 
 __all__ = [
     "ENV_EXPIRES_AFTER_SECONDS",
@@ -70,7 +71,7 @@ def build_handler(
             extra={
                 "event_id": event.id,
                 "event_type": event.type,
-                "subject": event.subject,
+                "subject": key_digest(event.subject),
                 "times_processed": times,
             },
         )

@@ -56,6 +56,7 @@ from dynamodb_outbox.envelope import (
     STATUS_PENDING,
 )
 from dynamodb_outbox.event_ids import event_id_datetime, lowest_event_id_at
+from dynamodb_outbox.log_keys import loggable_key
 from dynamodb_outbox.publisher import (
     DEFAULT_DELETE_RETRIES,
     DEFAULT_METRICS_NAMESPACE,
@@ -363,7 +364,10 @@ class _Sweep:
                 keys.append(key)
             else:  # a non-outbox item carrying the shard attribute: never ours to publish
                 self.result.foreign_keys += 1
-                logger.warning("pending index holds a non-outbox key; ignored", extra={"key": key})
+                logger.warning(
+                    "pending index holds a non-outbox key; ignored",
+                    extra={"key": loggable_key(key)},
+                )
             if len(keys) >= self.max_items:
                 # No peek: it could read a page this run would not use.
                 more = bool(heads) or cursor.has_more()

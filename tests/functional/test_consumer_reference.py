@@ -3,12 +3,16 @@ default, configured from its environment, recording each event in the ledger."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
+from aws_lambda_powertools import Logger
 
 from dynamodb_outbox import reference_consumer
+from dynamodb_outbox.consumer import OutboxConsumer
 from dynamodb_outbox.ledger import ledger_key, read_ledger, record_processed
+from dynamodb_outbox.log_keys import key_digest
 from tests.factories import make_envelope
 from tests.functional.consumer_fixtures import (
     FIFO_QUEUE_ARN,
@@ -136,3 +140,23 @@ def test_reference_consumer_without_its_table_fails_the_whole_batch(
     # THEN the handler raises (messages stay queued) instead of reporting success
     with pytest.raises(RuntimeError, match="OUTBOX_IDEMPOTENCY_TABLE"):
         invoke([sqs_record(eventbridge_body(make_envelope()))])
+
+
+def test_reference_consumer_logs_a_digest_of_the_subject_never_the_subject(
+    deployed: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN an event about an entity whose key (the default subject) holds an email address
+    event = make_envelope(subject="CUSTOMER#alice@example.com")
+    consumer = OutboxConsumer(IDEMPOTENCY_TABLE, name=CONSUMER, logger=Logger(service="log-test"))
+    handle = reference_consumer.build_handler(consumer, deployed, IDEMPOTENCY_TABLE)
+    logging.getLogger("log-test").addHandler(caplog.handler)
+    try:
+        response = handle(sqs_event([sqs_record(eventbridge_body(event))]), FakeLambdaContext())
+    finally:
+        logging.getLogger("log-test").removeHandler(caplog.handler)
+
+    assert failure_ids(response) == []
+    logged = "\n".join(repr(vars(record)) for record in caplog.records)
+    assert "event recorded in the ledger" in logged
+    assert key_digest("CUSTOMER#alice@example.com") in logged
+    assert "alice@example.com" not in logged

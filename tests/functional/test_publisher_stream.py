@@ -26,6 +26,7 @@ from dynamodb_outbox.envelope import (
     Envelope,
     outbox_item,
 )
+from dynamodb_outbox.log_keys import key_digest
 from dynamodb_outbox.publisher import (
     MissingSequenceNumber,
     PublishResult,
@@ -756,3 +757,59 @@ def test_handler_reports_the_checkpoint_of_a_retryable_failure(
 
     assert response == {"batchItemFailures": [{"itemIdentifier": outbox.seq(0)}]}
     assert outbox_sort_keys(outbox_table) == {outbox.sk(0), outbox.sk(1)}
+
+
+# --------------------------------------------------------------------- what the logs carry
+
+
+PERSONAL_PK = "CUSTOMER#alice@example.com"
+
+
+def _logged(logs: pytest.LogCaptureFixture) -> str:
+    """Every captured record with its extra fields, as one searchable text."""
+    return "\n".join(repr(vars(record)) for record in logs.records)
+
+
+def test_logs_name_a_poison_item_by_its_outbox_sk_never_by_the_entity_key(
+    outbox_table: OutboxTable,
+    event_bus: EventBus,
+    publisher_logs: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN a poison outbox item of an entity whose key holds an email address,
+    # whose quarantine is throttled once (a warning naming the item) then succeeds
+    envelope = make_envelope(subject=PERSONAL_PK)
+    item = _poison_bad_json(outbox_item(PERSONAL_PK, envelope), envelope)
+    outbox_table.put(item)
+    dynamodb = FaultyDynamoDB(
+        outbox_table.client,
+        update_error=_client_error("ProvisionedThroughputExceededException", "UpdateItem"),
+    )
+
+    run_publisher([stream_record(item, "1")], outbox_table, event_bus, dynamodb=dynamodb)
+    run_publisher([stream_record(item, "1")], outbox_table, event_bus)
+
+    # THEN the log lines about it name its outbox SK and a digest of its PK
+    logged = _logged(publisher_logs)
+    assert "quarantine failed" in logged and "event quarantined" in logged
+    assert item["SK"]["S"] in logged
+    assert key_digest(PERSONAL_PK) in logged
+    # AND never the entity key, nor the address in it
+    assert "alice@example.com" not in logged
+
+
+def test_logs_of_undeleted_items_carry_no_entity_key(
+    outbox_table: OutboxTable,
+    event_bus: EventBus,
+    publisher_logs: pytest.LogCaptureFixture,
+) -> None:
+    outbox = write_outbox(outbox_table, 2, pk=PERSONAL_PK)
+    dynamodb = FaultyDynamoDB(
+        outbox_table.client,
+        batch_write_error=_client_error("InternalServerError", "BatchWriteItem"),
+    )
+
+    run_publisher(outbox.records, outbox_table, event_bus, dynamodb=dynamodb, delete_retries=0)
+
+    logged = _logged(publisher_logs)
+    assert "left undeleted" in logged and outbox.sk(0) in logged
+    assert "alice@example.com" not in logged

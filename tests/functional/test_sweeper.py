@@ -7,6 +7,7 @@ moments and run the sweep at a chosen ``now``; nothing sleeps.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -23,6 +24,7 @@ from dynamodb_outbox.envelope import (
     outbox_item,
     pending_shard,
 )
+from dynamodb_outbox.log_keys import key_digest
 from dynamodb_outbox.publisher import PublishResult, publish_stream_batch
 from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.sinks import EntryResult, EventBridgeSink, OutboundEvent, Sink, SnsSink
@@ -699,3 +701,28 @@ def test_handler_with_an_invalid_setting_fails_naming_the_variable(
         sweeper.handler({}, FakeLambdaContext())
 
     assert outbox_sort_keys(outbox_table) == {outbox.sk(0)}
+
+
+def test_a_foreign_key_in_the_pending_index_is_logged_as_digests_only(
+    outbox_table: OutboxTable, event_bus: EventBus, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN an entity item that carries the shard attribute by mistake; its SK
+    # sorts below the outbox's, so the sweeper's query reads it
+    foreign_key = {
+        "PK": {"S": "CUSTOMER#alice@example.com"},
+        "SK": {"S": "EMAIL#alice@example.com"},
+    }
+    outbox_table.put(foreign_key | {ATTR_PENDING_SHARD: {"S": "00"}})
+    powertools_logger = logging.getLogger(sweeper.logger.service)
+    powertools_logger.addHandler(caplog.handler)
+    try:
+        result = run_sweep(outbox_table, bus_sink(event_bus))
+    finally:
+        powertools_logger.removeHandler(caplog.handler)
+
+    # THEN it is skipped and logged, by digests of its key values only
+    assert result.foreign_keys == 1
+    logged = "\n".join(repr(vars(record)) for record in caplog.records)
+    assert "non-outbox key" in logged
+    assert key_digest("CUSTOMER#alice@example.com") in logged
+    assert "alice@example.com" not in logged

@@ -260,7 +260,8 @@ run "publisher_iam_is_scoped_to_exact_arns" {
   assert {
     condition = { for s in data.aws_iam_policy_document.publisher.statement : s.sid => s.resources } == {
       ReadOutboxStream       = toset([aws_dynamodb_table.this[0].stream_arn])
-      SettleOutboxItems      = toset([aws_dynamodb_table.this[0].arn])
+      DeletePublishedItems   = toset([aws_dynamodb_table.this[0].arn])
+      QuarantinePoisonItems  = toset([aws_dynamodb_table.this[0].arn])
       PublishEvents          = toset([aws_cloudwatch_event_bus.this[0].arn])
       SendFailedBatchRecords = toset([aws_sqs_queue.on_failure.arn])
       WriteOwnLogs           = toset(["${aws_cloudwatch_log_group.publisher.arn}:*"])
@@ -271,12 +272,34 @@ run "publisher_iam_is_scoped_to_exact_arns" {
   assert {
     condition = { for s in data.aws_iam_policy_document.publisher.statement : s.sid => s.actions } == {
       ReadOutboxStream       = toset(["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"])
-      SettleOutboxItems      = toset(["dynamodb:BatchWriteItem", "dynamodb:UpdateItem"])
+      DeletePublishedItems   = toset(["dynamodb:BatchWriteItem"])
+      QuarantinePoisonItems  = toset(["dynamodb:UpdateItem"])
       PublishEvents          = toset(["events:PutEvents"])
       SendFailedBatchRecords = toset(["sqs:SendMessage"])
       WriteOwnLogs           = toset(["logs:CreateLogStream", "logs:PutLogEvents"])
     }
     error_message = "The publisher policy must grant exactly the actions the stream mapping and the handler need (no cloudwatch:PutMetricData)."
+  }
+
+  # BatchWriteItem also authorises PutRequest and UpdateItem any attribute:
+  # the conditions keep them to what the handler writes (AWS's "access to
+  # specific attributes" example). tests/functional/test_settle_requests_match_policy.py
+  # holds the handler's requests to these lists.
+  assert {
+    condition = {
+      for s in data.aws_iam_policy_document.publisher.statement : s.sid => {
+        for c in s.condition : "${c.test} ${c.variable}" => toset(c.values)
+      } if length(s.condition) > 0
+      } == {
+      DeletePublishedItems = {
+        "ForAllValues:StringEquals dynamodb:Attributes" = toset(["PK", "SK"])
+      }
+      QuarantinePoisonItems = {
+        "ForAllValues:StringEquals dynamodb:Attributes" = toset(["PK", "SK", "outbox_status", "quarantine_reason", "quarantined_at", "outbox_pending_shard"])
+        "StringEqualsIfExists dynamodb:ReturnValues"    = toset(["NONE"])
+      }
+    }
+    error_message = "The publisher's deletes may carry the key attributes only; its updates the key and the quarantine attributes, with no ReturnValues that reads the item back."
   }
 
   assert {
@@ -358,5 +381,32 @@ run "longest_name_keeps_derived_names_within_aws_limits" {
       length(aws_cloudwatch_event_bus.this[0].name) <= 256,
     ])
     error_message = "A 40-character name must keep every derived name within its AWS limit."
+  }
+}
+
+run "outputs_name_the_publisher_log_group_and_the_powertools_layer" {
+  command = plan
+
+  assert {
+    condition     = output.publisher_log_group_name == "/aws/lambda/orders-outbox-publisher" && output.log_group_name == output.publisher_log_group_name
+    error_message = "publisher_log_group_name is the publisher's log group; log_group_name, deprecated, the same value."
+  }
+
+  assert {
+    condition     = output.powertools_layer_arn == one([for arn in aws_lambda_function.publisher.layers : arn if strcontains(arn, "Powertools")])
+    error_message = "powertools_layer_arn must be the Powertools layer the functions run with."
+  }
+}
+
+run "no_powertools_layer_output_without_a_layer" {
+  command = plan
+
+  variables {
+    powertools_layer_arn = ""
+  }
+
+  assert {
+    condition     = output.powertools_layer_arn == null && length(aws_lambda_function.publisher.layers) == 0
+    error_message = "Without a Powertools layer the output is null, not \"\"."
   }
 }

@@ -47,7 +47,7 @@ run "existing_table_is_read_not_created" {
   assert {
     condition = (
       [for s in data.aws_iam_policy_document.publisher.statement : s.resources if s.sid == "ReadOutboxStream"][0] == toset([data.aws_dynamodb_table.existing[0].stream_arn])
-      && [for s in data.aws_iam_policy_document.publisher.statement : s.resources if s.sid == "SettleOutboxItems"][0] == toset([data.aws_dynamodb_table.existing[0].arn])
+      && [for s in data.aws_iam_policy_document.publisher.statement : s.resources if s.sid == "DeletePublishedItems"][0] == toset([data.aws_dynamodb_table.existing[0].arn])
     )
     error_message = "The publisher's table permissions must be scoped to the existing table and its stream."
   }

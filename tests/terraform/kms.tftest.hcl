@@ -110,6 +110,21 @@ run "eventbridge_every_resource_gets_the_key" {
     )
     error_message = "The publisher, sweeper and consumer roles must be allowed to use exactly the key."
   }
+
+  assert {
+    condition = (
+      { for c in one([for s in data.aws_iam_policy_document.publisher.statement : s.condition if s.sid == "UseEncryptionKeys"]) : "${c.test} ${c.variable}" => toset(c.values) } == {
+        "StringEquals kms:ViaService" = toset(["dynamodb.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com", "lambda.eu-west-1.amazonaws.com"])
+      }
+      && { for c in one([for s in data.aws_iam_policy_document.sweeper[0].statement : s.condition if s.sid == "UseEncryptionKeys"]) : "${c.test} ${c.variable}" => toset(c.values) } == {
+        "StringEquals kms:ViaService" = toset(["dynamodb.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com", "lambda.eu-west-1.amazonaws.com"])
+      }
+      && { for c in one([for s in data.aws_iam_policy_document.consumer["audit"].statement : s.condition if s.sid == "DecryptQueueMessages"]) : "${c.test} ${c.variable}" => toset(c.values) } == {
+        "StringEquals kms:ViaService" = toset(["sqs.eu-west-1.amazonaws.com", "lambda.eu-west-1.amazonaws.com"])
+      }
+    )
+    error_message = "The roles may use the key only through the services that need it (kms:ViaService): DynamoDB, SQS and Lambda for the publisher and sweeper, SQS and Lambda for a consumer."
+  }
 }
 
 run "sns_topic_gets_the_key" {
@@ -127,6 +142,14 @@ run "sns_topic_gets_the_key" {
   assert {
     condition     = aws_sns_topic.this[0].kms_master_key_id == var.kms_key_arn
     error_message = "The topic must be encrypted with the key."
+  }
+
+  assert {
+    condition = contains(
+      one([for c in one([for s in data.aws_iam_policy_document.publisher.statement : s.condition if s.sid == "UseEncryptionKeys"]) : c.values if c.variable == "kms:ViaService"]),
+      "sns.eu-west-1.amazonaws.com"
+    )
+    error_message = "With publish_to = \"sns\" the publisher may use the key through SNS (an encrypted topic) too."
   }
 
   assert {

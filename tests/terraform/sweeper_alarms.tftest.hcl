@@ -19,6 +19,30 @@ override_resource {
 
 # The queues' ARNs are checked against the ARNs their policies were given.
 override_resource {
+  target          = aws_sqs_queue.consumer["audit"]
+  override_during = plan
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-audit-consumer"
+  }
+}
+
+override_resource {
+  target          = aws_sqs_queue.consumer_dlq["audit"]
+  override_during = plan
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-audit-consumer-dlq"
+  }
+}
+
+override_resource {
+  target          = aws_dynamodb_table.idempotency[0]
+  override_during = plan
+  values = {
+    arn = "arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox-idempotency"
+  }
+}
+
+override_resource {
   target          = aws_sqs_queue.consumer["billing"]
   override_during = plan
   values = {
@@ -280,6 +304,15 @@ run "sweeper_function_is_configured" {
     )
     error_message = "The sweeper outputs must describe the function and its role."
   }
+
+  assert {
+    condition = (
+      output.sweeper_log_group_name == "/aws/lambda/orders-outbox-sweeper"
+      && output.sweeper_schedule_name == "orders-outbox-sweeper"
+      && output.sweeper_schedule_expression == "rate(5 minutes)"
+    )
+    error_message = "The sweeper outputs must give its log group and the schedule that runs it."
+  }
 }
 
 run "sweeper_iam_is_least_privilege" {
@@ -292,22 +325,43 @@ run "sweeper_iam_is_least_privilege" {
 
   assert {
     condition = { for s in data.aws_iam_policy_document.sweeper[0].statement : s.sid => s.resources } == {
-      QueryPendingIndex = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox/index/outbox-pending"])
-      SettleOutboxItems = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox"])
-      PublishEvents     = toset([aws_cloudwatch_event_bus.this[0].arn])
-      WriteOwnLogs      = toset(["${aws_cloudwatch_log_group.sweeper[0].arn}:*"])
+      QueryPendingIndex     = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox/index/outbox-pending"])
+      ReadPendingItems      = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox"])
+      DeletePublishedItems  = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox"])
+      QuarantinePoisonItems = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox"])
+      PublishEvents         = toset([aws_cloudwatch_event_bus.this[0].arn])
+      WriteOwnLogs          = toset(["${aws_cloudwatch_log_group.sweeper[0].arn}:*"])
     }
     error_message = "Query only on the pending index ARN; item reads and writes on the table; PutEvents on the bus; logs on its own group; no KMS statement without a key."
   }
 
   assert {
     condition = { for s in data.aws_iam_policy_document.sweeper[0].statement : s.sid => s.actions } == {
-      QueryPendingIndex = toset(["dynamodb:Query"])
-      SettleOutboxItems = toset(["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:UpdateItem"])
-      PublishEvents     = toset(["events:PutEvents"])
-      WriteOwnLogs      = toset(["logs:CreateLogStream", "logs:PutLogEvents"])
+      QueryPendingIndex     = toset(["dynamodb:Query"])
+      ReadPendingItems      = toset(["dynamodb:BatchGetItem"])
+      DeletePublishedItems  = toset(["dynamodb:BatchWriteItem"])
+      QuarantinePoisonItems = toset(["dynamodb:UpdateItem"])
+      PublishEvents         = toset(["events:PutEvents"])
+      WriteOwnLogs          = toset(["logs:CreateLogStream", "logs:PutLogEvents"])
     }
     error_message = "The sweeper policy must grant exactly what the handler uses: no Scan, no Query on the table itself, no DeleteItem."
+  }
+
+  assert {
+    condition = {
+      for s in data.aws_iam_policy_document.sweeper[0].statement : s.sid => {
+        for c in s.condition : "${c.test} ${c.variable}" => toset(c.values)
+      } if length(s.condition) > 0
+      } == {
+      DeletePublishedItems = {
+        "ForAllValues:StringEquals dynamodb:Attributes" = toset(["PK", "SK"])
+      }
+      QuarantinePoisonItems = {
+        "ForAllValues:StringEquals dynamodb:Attributes" = toset(["PK", "SK", "outbox_status", "quarantine_reason", "quarantined_at", "outbox_pending_shard"])
+        "StringEqualsIfExists dynamodb:ReturnValues"    = toset(["NONE"])
+      }
+    }
+    error_message = "The sweeper's deletes may carry the key only, its updates the key and the quarantine attributes with no ReturnValues, as the publisher's."
   }
 
   assert {
@@ -715,8 +769,41 @@ run "each_consumer_gets_rule_and_dlq_alarms" {
   }
 
   assert {
-    condition     = alltrue([for k in ["consumer_failed_invocations/billing", "consumer_dlq_depth/billing", "consumer_dlq_age/billing"] : aws_cloudwatch_metric_alarm.this[k].alarm_actions == toset(["arn:aws:sns:eu-west-1:111122223333:oncall"]) && contains(keys(output.alarm_arns), k)])
+    condition = (
+      aws_cloudwatch_metric_alarm.this["consumer_errors/billing"].alarm_name == "orders-outbox-billing-consumer-errors"
+      && aws_cloudwatch_metric_alarm.this["consumer_errors/billing"].namespace == "AWS/Lambda"
+      && aws_cloudwatch_metric_alarm.this["consumer_errors/billing"].metric_name == "Errors"
+      && aws_cloudwatch_metric_alarm.this["consumer_errors/billing"].statistic == "Sum"
+      && aws_cloudwatch_metric_alarm.this["consumer_errors/billing"].threshold == 0
+      && aws_cloudwatch_metric_alarm.this["consumer_errors/billing"].dimensions == tomap({ FunctionName = "billing" })
+    )
+    error_message = "A caller's consumer function alarms on its Errors (Sum > 0), by its function name."
+  }
+
+  assert {
+    condition     = alltrue([for k in ["consumer_failed_invocations/billing", "consumer_dlq_depth/billing", "consumer_dlq_age/billing", "consumer_errors/billing"] : aws_cloudwatch_metric_alarm.this[k].alarm_actions == toset(["arn:aws:sns:eu-west-1:111122223333:oncall"]) && contains(keys(output.alarm_arns), k)])
     error_message = "Consumer alarms notify alarms.actions and appear in alarm_arns."
+  }
+}
+
+run "the_reference_consumer_gets_an_errors_alarm" {
+  command = plan
+
+  variables {
+    consumers = {
+      audit = {
+        event_pattern = "{\"source\":[\"orders\"]}"
+      }
+    }
+  }
+
+  assert {
+    condition = (
+      aws_cloudwatch_metric_alarm.this["consumer_errors/audit"].metric_name == "Errors"
+      && aws_cloudwatch_metric_alarm.this["consumer_errors/audit"].dimensions == tomap({ FunctionName = aws_lambda_function.consumer["audit"].function_name })
+      && contains(keys(output.alarm_arns), "consumer_errors/audit")
+    )
+    error_message = "The reference consumer's function alarms on its Errors, like the publisher's."
   }
 }
 

@@ -211,9 +211,9 @@ def test_event_bus_dlq_alarm_fires_on_any_message(
 def test_log_group_exists_with_retention(
     aws_client: Callable[[str], Any], outputs: dict[str, Any]
 ) -> None:
-    groups = aws_client("logs").describe_log_groups(logGroupNamePrefix=outputs["log_group_name"])[
-        "logGroups"
-    ]
+    groups = aws_client("logs").describe_log_groups(
+        logGroupNamePrefix=outputs["publisher_log_group_name"]
+    )["logGroups"]
 
     assert [(g["logGroupName"], g["retentionInDays"]) for g in groups] == [
         (f"/aws/lambda/{outputs['publisher_function_name']}", 7)
@@ -237,7 +237,8 @@ def test_publisher_role_policy_is_scoped_to_the_stack_arns(
 
     assert resources == {
         "ReadOutboxStream": [outputs["table_stream_arn"]],
-        "SettleOutboxItems": [outputs["table_arn"]],
+        "DeletePublishedItems": [outputs["table_arn"]],
+        "QuarantinePoisonItems": [outputs["table_arn"]],
         "PublishEvents": [outputs["event_bus_arn"]],
         "SendFailedBatchRecords": [outputs["on_failure_queue_arn"]],
         "WriteOwnLogs": [f"{log_group_arn}:*"],

@@ -10,8 +10,10 @@ mock_data "aws_partition" {
   }
 }
 
+# hashicorp/aws 5.x: `id` and `name` are the region (6.x adds `region`).
 mock_data "aws_region" {
   defaults = {
+    id   = "eu-west-1"
     name = "eu-west-1"
   }
 }
