@@ -64,8 +64,17 @@ test-terraform: $(STAMP) ## validate, terraform test (mock provider) and an appl
 e2e: $(STAMP) ## REAL AWS (billable): apply tests/e2e/stack, an order and a poison message through it, destroy; needs OUTBOX_E2E=1 and credentials
 	$(PY) -m pytest tests/e2e -m e2e -v
 
-test: package-check lint fmt-check $(STAMP) $(CHECKOV_STAMP) ## the whole suite (what CI runs)
-	$(PY) -m pytest
+# Workers for pytest-xdist. More than the 2 cores the suite is budgeted for:
+# the emulator applies and the demo spend most of their time waiting (the AWS
+# provider polls SQS for 25 s per queue), which other workers fill.
+PYTEST_WORKERS ?= 4
+
+test: $(STAMP) $(CHECKOV_STAMP) ## the whole suite (what CI runs), with the time of each stage
+	@$(PY) scripts/timed_stages.py \
+		"package-check=$(PY) scripts/build_package.py --check" \
+		"lint=$(MAKE) --no-print-directory lint" \
+		"fmt-check=terraform fmt -check -recursive" \
+		"pytest=$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope"
 
 clean: ## remove the venv and Terraform working files
 	rm -rf $(VENV) $(CHECKOV_VENV) .tfcli .pytest_cache .mypy_cache .ruff_cache

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 import pytest
+
+from tests.xdist_groups import is_grouped, scheduler
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -17,3 +20,48 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if shutil.which("terraform") is None and shutil.which("tofu") is None:
         config.option.dest_tf_replay = True
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Run tests that share an expensive fixture on one worker (tests/xdist_groups.py)."""
+    return scheduler(config, log)
+
+
+_UNGROUPED: set[str] = set()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Find tests that share a costly fixture but have no group in tests/xdist_groups.py.
+
+    Without one they could run on another worker and set the fixture up again
+    there (or, for module-level state, see only part of it); they fail at setup.
+    """
+    grouped_modules = {item.nodeid.split("::", 1)[0] for item in items if is_grouped(item.nodeid)}
+    _UNGROUPED.update(
+        item.nodeid
+        for item in items
+        if _shares_a_costly_fixture(item) and item.nodeid.split("::", 1)[0] not in grouped_modules
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.nodeid in _UNGROUPED:
+        pytest.fail(
+            "this test shares a session or module fixture with others but has no group in "
+            "tests/xdist_groups.py: under `make test` each worker would set it up again",
+            pytrace=False,
+        )
+
+
+def _shares_a_costly_fixture(item: pytest.Item) -> bool:
+    fixture_info = getattr(item, "_fixtureinfo", None)
+    if fixture_info is None:
+        return False
+    if "local_stack" in fixture_info.names_closure:
+        return True
+    return any(
+        definition.scope == "module"
+        for definitions in fixture_info.name2fixturedefs.values()
+        for definition in definitions
+    )

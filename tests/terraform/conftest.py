@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,16 @@ import boto3
 import pytest
 from pytest_terraform import terraform  # noqa: F401 (called through exec below)
 from pytest_terraform import tf as pytest_terraform_tf
+from pytest_terraform import xdist as pytest_terraform_xdist
 
-from tests.terraform.tfhelpers import EXAMPLES_DIR, REPO_ROOT
+from tests.terraform.provider_reattach import reattached_aws_provider
+from tests.terraform.tfhelpers import (
+    EXAMPLES_DIR,
+    REPO_ROOT,
+    describe,
+    lock_for_init_in,
+    run_terraform,
+)
 
 TF_CLI_CONFIG_SCRIPT = REPO_ROOT / "scripts" / "tf_cli_config.py"
 # moto's server, taught to return SQS RedriveAllowPolicy (see the script).
@@ -78,6 +87,36 @@ def tf_env(tf_cli_config: Path) -> dict[str, str]:
         }
     )
     return env
+
+
+@pytest.fixture(scope="session")
+def terraform_test_env(
+    tf_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, str]]:
+    """The module initialised for ``terraform test``, and one provider process serving it."""
+    work = tmp_path_factory.mktemp("terraform-test")
+    env = {**tf_env, "TF_DATA_DIR": str(work / ".terraform")}
+    with lock_for_init_in(REPO_ROOT):
+        init = run_terraform(
+            [
+                "init",
+                "-backend=false",
+                "-input=false",
+                "-no-color",
+                "-test-directory=tests/terraform",
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+        )
+    assert init.returncode == 0, describe(init)
+    with reattached_aws_provider(work / ".terraform", work / "provider.log") as reattach:
+        yield {**env, **reattach}
+
+
+@pytest.fixture(scope="session")
+def aws_provider_env(terraform_test_env: dict[str, str]) -> dict[str, str]:
+    """Just the variable that points terraform at the running provider (for validate)."""
+    return {"TF_REATTACH_PROVIDERS": terraform_test_env["TF_REATTACH_PROVIDERS"]}
 
 
 def _free_loopback_port() -> int:
@@ -146,7 +185,19 @@ def pytest_configure(config: pytest.Config) -> None:
     tests/terraform), so the call waits for configure. ``terraform()`` adds the
     fixture to the namespace it is called from: this module's, which pytest reads
     for fixtures when the session starts.
+
+    pytest-terraform's xdist mode (on whenever xdist is installed) shares a
+    session stack between workers through lock files, and fails when a worker
+    finds the stack made (it calls a ``TerraformTestApi.load`` that does not
+    exist). ``tests/conftest.py`` keeps every test of this stack on one worker
+    instead, so the plain session fixture is used, with its own teardown.
     """
+    for plugin in list(config.pluginmanager.get_plugins()):
+        if isinstance(plugin, pytest_terraform_xdist.XDistTerraform):
+            config.pluginmanager.unregister(plugin)
+    pytest_terraform_tf.terraform.scope_class_map = defaultdict(
+        lambda: pytest_terraform_tf.TerraformFixture
+    )
     exec('terraform("local", scope="session", name="local_example")', globals())
 
 

@@ -6,11 +6,18 @@ by hand (see the commands in the assertion messages).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from tests.terraform.tfhelpers import EXAMPLES_DIR, REPO_ROOT, describe, run_terraform
+from tests.terraform.tfhelpers import (
+    EXAMPLES_DIR,
+    REPO_ROOT,
+    describe,
+    lock_for_init_in,
+    run_terraform,
+)
 
 pytestmark = pytest.mark.terraform
 
@@ -40,31 +47,48 @@ def test_terraform_files_are_formatted(tf_env: dict[str, str]) -> None:
 
 @pytest.mark.parametrize("module_dir", ROOT_MODULES)
 def test_module_initialises_offline_and_validates(
-    module_dir: str, tf_env: dict[str, str], tmp_path: Path
+    module_dir: str, tf_env: dict[str, str], aws_provider_env: dict[str, str], tmp_path: Path
 ) -> None:
     env = {**tf_env, "TF_DATA_DIR": str(tmp_path / ".terraform")}
     cwd = REPO_ROOT / module_dir
 
-    init = run_terraform(["init", "-backend=false", "-input=false", "-no-color"], cwd=cwd, env=env)
+    with lock_for_init_in(cwd):
+        init = run_terraform(
+            ["init", "-backend=false", "-input=false", "-no-color"], cwd=cwd, env=env
+        )
     assert init.returncode == 0, describe(init)
 
-    validate = run_terraform(["validate", "-no-color"], cwd=cwd, env=env)
+    validate = run_terraform(["validate", "-no-color"], cwd=cwd, env={**env, **aws_provider_env})
     assert validate.returncode == 0, describe(validate)
 
 
-def test_terraform_test_suite_passes(tf_env: dict[str, str], tmp_path: Path) -> None:
-    """Runs tests/terraform/*.tftest.hcl (mock provider, plan only)."""
-    env = {**tf_env, "TF_DATA_DIR": str(tmp_path / ".terraform")}
-    init = run_terraform(
-        ["init", "-backend=false", "-input=false", "-no-color", "-test-directory=tests/terraform"],
-        cwd=REPO_ROOT,
-        env=env,
-    )
-    assert init.returncode == 0, describe(init)
+TEST_DIRECTORY = "tests/terraform"
+TEST_FILES = sorted(path.name for path in (REPO_ROOT / TEST_DIRECTORY).glob("*.tftest.hcl"))
+_RUN_BLOCK = re.compile(r'^run\s+"', re.MULTILINE)
 
+
+def test_every_terraform_test_file_is_found() -> None:
+    """Guards the enumeration below against silently finding nothing."""
+    assert {"validation.tftest.hcl", "consumers.tftest.hcl"} <= set(TEST_FILES), TEST_FILES
+
+
+@pytest.mark.parametrize("test_file", TEST_FILES)
+def test_terraform_test_file_passes(test_file: str, terraform_test_env: dict[str, str]) -> None:
+    """One tests/terraform/*.tftest.hcl (mock provider, plan only); every run in it passes.
+
+    One file per test, so that the files run in parallel under pytest-xdist.
+    """
+    runs = len(_RUN_BLOCK.findall((REPO_ROOT / TEST_DIRECTORY / test_file).read_text()))
     result = run_terraform(
-        ["test", "-no-color", "-test-directory=tests/terraform"], cwd=REPO_ROOT, env=env
+        [
+            "test",
+            "-no-color",
+            f"-test-directory={TEST_DIRECTORY}",
+            f"-filter={TEST_DIRECTORY}/{test_file}",
+        ],
+        cwd=REPO_ROOT,
+        env=terraform_test_env,
     )
 
     assert result.returncode == 0, describe(result)
-    assert "0 failed" in result.stdout and " passed" in result.stdout, describe(result)
+    assert f"{runs} passed, 0 failed" in result.stdout, describe(result)

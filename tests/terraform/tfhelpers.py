@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from filelock import FileLock
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_DIR = REPO_ROOT / "examples"
+_LOCK_DIR = Path(tempfile.gettempdir()) / "dynamodb-outbox-terraform-init-locks"
+
+
+def lock_for_init_in(directory: Path) -> FileLock:
+    """A lock around ``terraform init`` in ``directory``, shared by parallel test workers.
+
+    Init writes ``.terraform.lock.hcl`` into the module directory whatever the
+    TF_DATA_DIR, and a concurrent init may read it half written.
+    """
+    _LOCK_DIR.mkdir(exist_ok=True)
+    name = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:16]
+    return FileLock(_LOCK_DIR / f"{name}.lock", timeout=600)
 
 
 def run_terraform(

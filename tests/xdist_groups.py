@@ -1,0 +1,61 @@
+"""Which tests must share a pytest-xdist worker, decided from their node ids.
+
+``make test`` runs the suite on several workers. Each worker has its own
+sessions and modules, so tests that share an expensive session or module
+fixture must run on the same worker, or the fixture is set up again in another
+process: examples/local applied to the emulator (90 s, mostly the provider's
+SQS waits), the demo run, a module-wide generated-input campaign.
+
+xdist's own ``--dist loadgroup`` cannot do it here: it renames each test's
+``_nodeid``, which pytest 9 no longer reads. The grouping is a scheduler of our
+own instead (:class:`GroupedScheduling`, installed by ``tests/conftest.py``),
+built on ``--dist loadscope`` with this module's groups as its scopes; every
+other test is a scope of its own, so it goes to any free worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdist.scheduler import LoadScopeScheduling
+
+#: Tests of examples/local applied once per session (``local_stack``), and the
+#: validate of examples/local, whose init writes the same lock file.
+EMULATOR_APPLY = "examples-local-apply"
+_EMULATOR_APPLY_PREFIXES = (
+    "tests/terraform/test_apply_local.py::",
+    "tests/terraform/test_iam_least_privilege.py::",
+    "tests/terraform/test_terraform_static.py::test_module_initialises_offline_and_validates"
+    "[examples/local]",
+)
+#: Modules whose tests share a module-scoped fixture or module-level state.
+WHOLE_MODULES = (
+    "tests/demo/test_demo.py",  # demo_run: one `make demo` for the module
+    "tests/reliability/test_generated_inputs.py",  # stack; GENERATED, totalled last
+    "tests/unit/test_typing.py",  # mypy's cache directory
+)
+
+
+def group_of(nodeid: str) -> str:
+    """The scheduling scope of a test: its group, or its own node id."""
+    if nodeid.startswith(_EMULATOR_APPLY_PREFIXES):
+        return EMULATOR_APPLY
+    module = nodeid.split("::", 1)[0]
+    if module in WHOLE_MODULES:
+        return module
+    return nodeid
+
+
+def is_grouped(nodeid: str) -> bool:
+    return group_of(nodeid) != nodeid
+
+
+class GroupedScheduling(LoadScopeScheduling):  # type: ignore[misc]
+    """``loadscope`` with :func:`group_of` as the scope."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return group_of(nodeid)
+
+
+def scheduler(config: Any, log: Any) -> GroupedScheduling:
+    return GroupedScheduling(config, log)
