@@ -5,7 +5,8 @@ Lambda entry point: ``dynamodb_outbox.sweeper.handler``, run on a schedule.
 Stream records live 24 hours and the stream mapping gives up after its retry
 budget; from then on the outbox item in the table is the only copy of the
 event. The sweeper finds items still pending after a minimum age and publishes
-them through the publisher's own core (:func:`publish_outbox_items`): same sink,
+them through the publisher's own core
+(:func:`dynamodb_outbox.publishing.publish_outbox_items`): same sink,
 batching, failure rules, quarantine and delete.
 
 The rules, and why:
@@ -32,7 +33,6 @@ The rules, and why:
 from __future__ import annotations
 
 import heapq
-import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -50,56 +50,61 @@ from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
     ATTR_PK,
     ATTR_SK,
-    ATTR_STATUS,
     DEFAULT_PENDING_SHARDS,
     OUTBOX_SK_PREFIX,
-    STATUS_PENDING,
 )
-from dynamodb_outbox.event_ids import event_id_datetime, lowest_event_id_at
 from dynamodb_outbox.log_keys import loggable_key
-from dynamodb_outbox.publisher import (
+from dynamodb_outbox.pending_index import (
+    BATCH_GET_MAX_KEYS,
+    DEFAULT_PENDING_INDEX,
+    DEFAULT_READ_RETRIES,
+    MAX_PENDING_SHARDS,
+    QUERY_MAX_PAGE,
+    READ_BACKOFF_BASE_SECONDS,
+    READ_BACKOFF_MAX_SECONDS,
+    _key_id,
+    _keys_of,
+    _sk,
+    _still_pending,
+    pending_boundary_sk,
+    shard_keys,
+    ulid_time,
+)
+from dynamodb_outbox.publishing import (
     DEFAULT_DELETE_RETRIES,
-    DEFAULT_METRICS_NAMESPACE,
-    ENV_TABLE_NAME,
     DynamoDBClient,
     OutboxCandidate,
     PublishResult,
     publish_outbox_items,
+)
+from dynamodb_outbox.settings import (
+    DEFAULT_METRICS_NAMESPACE,
+    ENV_MAX_ITEMS,
+    ENV_MIN_AGE_SECONDS,
+    ENV_PENDING_INDEX,
+    ENV_PENDING_SHARDS,
+    ENV_TABLE_NAME,
+    integer_env,
+    required_env,
     sink_from_environment,
 )
-from dynamodb_outbox.settings import integer_env, required_env
 from dynamodb_outbox.sinks import Sink
 from dynamodb_outbox.stream_types import AttributeMap
 
 __all__ = [
-    "BATCH_GET_MAX_KEYS",
     "DEFAULT_MAX_ITEMS",
     "DEFAULT_MIN_AGE_SECONDS",
-    "DEFAULT_PENDING_INDEX",
     "DEFAULT_TIME_RESERVE_SECONDS",
-    "ENV_MAX_ITEMS",
-    "ENV_MIN_AGE_SECONDS",
-    "ENV_PENDING_INDEX",
-    "ENV_PENDING_SHARDS",
     "SweepResult",
     "SweeperDynamoDBClient",
     "SweeperRuntime",
     "default_runtime",
     "handler",
-    "pending_boundary_sk",
     "record_metrics",
     "runtime_from_environment",
-    "shard_keys",
     "sweep",
-    "ulid_time",
 ]
 
-ENV_PENDING_INDEX: Final = "OUTBOX_PENDING_INDEX"
-ENV_PENDING_SHARDS: Final = "OUTBOX_PENDING_SHARDS"
-ENV_MIN_AGE_SECONDS: Final = "OUTBOX_SWEEPER_MIN_AGE_SECONDS"
-ENV_MAX_ITEMS: Final = "OUTBOX_SWEEPER_MAX_ITEMS"
-
-DEFAULT_PENDING_INDEX: Final = "outbox-pending"
 # Well above normal publish latency (the stream mapping polls 4 times a second
 # and retries a failed batch within seconds): an item this old was missed.
 DEFAULT_MIN_AGE_SECONDS: Final = 300
@@ -107,13 +112,6 @@ DEFAULT_MAX_ITEMS: Final = 1000
 # Kept free at the end of a run for the deletes of what was just published.
 DEFAULT_TIME_RESERVE_SECONDS: Final = 10.0
 DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-sweeper"
-
-BATCH_GET_MAX_KEYS: Final = 100
-QUERY_MAX_PAGE: Final = 1000
-DEFAULT_READ_RETRIES: Final = 5
-READ_BACKOFF_BASE_SECONDS: Final = 0.05
-READ_BACKOFF_MAX_SECONDS: Final = 1.0
-MAX_PENDING_SHARDS: Final = 100  # envelope.pending_shard accepts 1..100
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", DEFAULT_SERVICE_NAME))
 metrics = Metrics(
@@ -127,39 +125,6 @@ class SweeperDynamoDBClient(DynamoDBClient, Protocol):
     def query(self, **kwargs: Any) -> Mapping[str, Any]: ...
 
     def batch_get_item(self, *, RequestItems: dict[str, Any]) -> Mapping[str, Any]: ...
-
-
-# ------------------------------------------------------------------------ ULID keys
-
-
-def shard_keys(shards: int) -> list[str]:
-    """The pending-index partition keys, in the format of ``envelope.pending_shard``."""
-    if isinstance(shards, bool) or not 1 <= shards <= MAX_PENDING_SHARDS:
-        raise ValueError(f"pending shards must be between 1 and {MAX_PENDING_SHARDS}, got {shards}")
-    return [f"{n:02d}" for n in range(shards)]
-
-
-def pending_boundary_sk(moment: datetime) -> str:
-    """The smallest outbox sort key of ``moment``'s millisecond.
-
-    ``SK < boundary`` holds exactly for outbox items whose ULID was made before
-    that millisecond: the ULID's first 48 bits are its time in milliseconds, and
-    the boundary takes the lowest randomness.
-    """
-    milliseconds = int(moment.timestamp() * 1000)
-    if milliseconds < 0:
-        milliseconds = 0
-    return OUTBOX_SK_PREFIX + lowest_event_id_at(milliseconds)
-
-
-def ulid_time(sort_key: str) -> datetime | None:
-    """When the outbox item with ``sort_key`` was made, from its ULID; None if not a ULID."""
-    if not sort_key.startswith(OUTBOX_SK_PREFIX):
-        return None
-    try:
-        return event_id_datetime(sort_key[len(OUTBOX_SK_PREFIX) :])
-    except ValueError:
-        return None
 
 
 # -------------------------------------------------------------------------- result
@@ -244,24 +209,6 @@ class _ShardCursor:
         last = response.get("LastEvaluatedKey")
         self.start_key = last if isinstance(last, dict) and last else None
         self.exhausted = self.start_key is None
-
-
-def _keys_of(response: Mapping[str, Any]) -> list[AttributeMap]:
-    keys: list[AttributeMap] = []
-    for item in response.get("Items") or []:
-        pk, sk = item.get(ATTR_PK), item.get(ATTR_SK)
-        if isinstance(pk, dict) and isinstance(sk, dict):
-            keys.append({ATTR_PK: pk, ATTR_SK: sk})
-    return keys
-
-
-def _sk(key: Mapping[str, Any]) -> str:
-    value = key.get(ATTR_SK, {}).get("S")
-    return value if isinstance(value, str) else ""
-
-
-def _key_id(key: Mapping[str, Any]) -> str:
-    return json.dumps([key.get(ATTR_PK), key.get(ATTR_SK)], sort_keys=True)
 
 
 class _Sweep:
@@ -479,12 +426,6 @@ class _Sweep:
                 break
         publish.records = position
         return self.result
-
-
-def _still_pending(item: Mapping[str, Any]) -> bool:
-    """Pending and in the index: a quarantined item is never re-published."""
-    status = item.get(ATTR_STATUS, {}).get("S")
-    return status == STATUS_PENDING and ATTR_PENDING_SHARD in item
 
 
 def _utc_now() -> datetime:

@@ -1,7 +1,7 @@
 """What the ``outbox-ops`` commands share: clients, errors, keys, index reads, publishing.
 
 Only boto3/botocore, the standard library and the light ``envelope`` module are
-imported here. The publisher (and Powertools with it) is imported on first use
+imported here. The publishing core (and Powertools with it) is imported on first use
 by the commands that publish, so ``outbox-ops --help`` and the read-only
 commands stay fast and the module is harmless in the Lambda zip.
 """
@@ -32,7 +32,7 @@ from dynamodb_outbox.envelope import (
 from dynamodb_outbox.event_ids import event_id_at, event_id_datetime, event_id_milliseconds
 
 if TYPE_CHECKING:
-    from dynamodb_outbox.publisher import PublishResult
+    from dynamodb_outbox.publishing import PublishResult
     from dynamodb_outbox.sinks import Sink
 
 AttributeMap = dict[str, dict[str, Any]]
@@ -429,7 +429,7 @@ def batch_get(
 
 def make_sink(ctx: Context, bus_name: str | None, topic_arn: str | None) -> Sink:
     """The sink the flags name; without flags, the publisher's environment variables."""
-    from dynamodb_outbox.publisher import ConfigurationError, sink_from_environment
+    from dynamodb_outbox.settings import ConfigurationError, sink_from_environment
     from dynamodb_outbox.sinks import EventBridgeSink, SnsSink
 
     try:
@@ -447,9 +447,9 @@ def make_sink(ctx: Context, bus_name: str | None, topic_arn: str | None) -> Sink
 @contextlib.contextmanager
 def publisher_logs_to_stderr() -> Iterator[None]:
     """The publisher logs JSON to stdout (Lambda's log stream); here stdout is the report."""
-    from dynamodb_outbox import publisher
+    from dynamodb_outbox import publishing
 
-    handler = publisher.logger.registered_handler
+    handler = publishing.logger.registered_handler
     if not isinstance(handler, logging.StreamHandler):
         yield
         return
@@ -466,7 +466,7 @@ def publish_items(
     ctx: Context, items: Sequence[AttributeMap], sink: Sink
 ) -> tuple[PublishResult, list[str]]:
     """Publish pending ``items`` through the publisher's core; also the event ids left pending."""
-    from dynamodb_outbox.publisher import OutboxCandidate, publish_outbox_items
+    from dynamodb_outbox.publishing import OutboxCandidate, publish_outbox_items
 
     candidates = [
         OutboxCandidate(key=key_of(item), item=item, position=position, checkpoint=s(item, ATTR_SK))
