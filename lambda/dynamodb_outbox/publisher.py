@@ -58,8 +58,8 @@ from dynamodb_outbox.envelope import (
 from dynamodb_outbox.publishing import (
     DEFAULT_DELETE_RETRIES,
     DEFAULT_RETRY,
-    DynamoDBClient,
     OutboxCandidate,
+    PublisherDynamoDBClient,
     PublishResult,
     RetryPolicy,
     _describe,
@@ -175,7 +175,7 @@ def publish_stream_batch(
     *,
     sink: Sink,
     table_name: str,
-    dynamodb_client: DynamoDBClient,
+    dynamodb_client: PublisherDynamoDBClient,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], datetime] = _utc_now,
     delete_retries: int = DEFAULT_DELETE_RETRIES,
@@ -237,7 +237,7 @@ class Runtime(NamedTuple):
 
     sink: Sink
     table_name: str
-    dynamodb_client: DynamoDBClient
+    dynamodb_client: PublisherDynamoDBClient
 
 
 @cache

@@ -50,9 +50,9 @@ from dynamodb_outbox.sinks import (
 from dynamodb_outbox.stream_types import AttributeMap, PartialBatchResponse
 
 __all__ = [
-    "DynamoDBClient",
     "OutboxCandidate",
     "PublishResult",
+    "PublisherDynamoDBClient",
     "RetryPolicy",
     "publish_outbox_items",
 ]
@@ -103,7 +103,7 @@ logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", DEFAULT_SERVIC
 # --------------------------------------------------------------------------- clients
 
 
-class DynamoDBClient(Protocol):
+class PublisherDynamoDBClient(Protocol):
     """The part of the boto3 DynamoDB client the publisher uses."""
 
     def update_item(
@@ -289,7 +289,7 @@ class _Publication:
         *,
         sink: Sink,
         table_name: str,
-        dynamodb_client: DynamoDBClient,
+        dynamodb_client: PublisherDynamoDBClient,
         sleep: Callable[[float], None],
         clock: Callable[[], datetime],
         delete_retries: int,
@@ -602,7 +602,7 @@ def publish_outbox_items(
     *,
     sink: Sink,
     table_name: str,
-    dynamodb_client: DynamoDBClient,
+    dynamodb_client: PublisherDynamoDBClient,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], datetime] = _utc_now,
     delete_retries: int = DEFAULT_DELETE_RETRIES,

@@ -37,7 +37,7 @@ from dynamodb_outbox.consumer import (
     SQSEvent,
 )
 from dynamodb_outbox.envelope import Envelope
-from dynamodb_outbox.ledger import DynamoDBClient, record_processed
+from dynamodb_outbox.ledger import LedgerDynamoDBClient, record_processed
 from dynamodb_outbox.log_keys import key_digest
 from dynamodb_outbox.settings import (
     ENV_CONSUMER_NAME,
@@ -54,7 +54,7 @@ __all__ = [
 
 
 def build_handler(
-    consumer: OutboxConsumer, dynamodb_client: DynamoDBClient, table_name: str
+    consumer: OutboxConsumer, dynamodb_client: LedgerDynamoDBClient, table_name: str
 ) -> LambdaHandler:
     """The reference handler on ``consumer``: record each event in the ledger of ``table_name``."""
 

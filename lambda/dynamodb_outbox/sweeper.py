@@ -71,8 +71,8 @@ from dynamodb_outbox.pending_index import (
 )
 from dynamodb_outbox.publishing import (
     DEFAULT_DELETE_RETRIES,
-    DynamoDBClient,
     OutboxCandidate,
+    PublisherDynamoDBClient,
     PublishResult,
     publish_outbox_items,
 )
@@ -118,7 +118,7 @@ metrics = Metrics(
 )
 
 
-class SweeperDynamoDBClient(DynamoDBClient, IndexReader, Protocol):
+class SweeperDynamoDBClient(PublisherDynamoDBClient, IndexReader, Protocol):
     """The part of the boto3 DynamoDB client the sweeper uses (no Scan, on purpose)."""
 
 
