@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dynamodb_outbox.publisher import DEFAULT_DELETE_RETRIES, PublishResult, publish_stream_batch
+from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import DEFAULT_DELETE_RETRIES, PublishResult
 from dynamodb_outbox.sinks import Sink
 
 

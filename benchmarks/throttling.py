@@ -29,7 +29,8 @@ from benchmarks import emulator
 from benchmarks.emulator import BUS_NAME, TABLE_NAME, CallCounter
 from benchmarks.seed_publisher import publicar_outbox
 from dynamodb_outbox.local.responses import judge_response
-from dynamodb_outbox.publisher import RetryPolicy, publish_stream_batch
+from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import RetryPolicy
 from dynamodb_outbox.sinks import EventBridgeSink
 
 EVENTS = 1_000

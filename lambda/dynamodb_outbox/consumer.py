@@ -80,6 +80,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
 
+# Same namespace as the publisher, so one dashboard holds the whole pipeline.
+from dynamodb_outbox.settings import DEFAULT_METRICS_NAMESPACE
+from dynamodb_outbox.stream_types import BatchItemFailure, PartialBatchResponse
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -112,8 +116,6 @@ __all__ = [
 #: still recognised. Raise it to at least the queue's retention if that is longer.
 DEFAULT_EXPIRES_AFTER_SECONDS: Final = 7 * 24 * 60 * 60
 
-#: Same namespace as the publisher, so one dashboard holds the whole pipeline.
-DEFAULT_METRICS_NAMESPACE: Final = "DynamoDBOutbox"
 DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-consumer"
 
 ENV_CONSUMER_NAME: Final = "OUTBOX_CONSUMER_NAME"
@@ -170,46 +172,6 @@ class SQSEvent(TypedDict):
     """What an SQS event source mapping passes to the function."""
 
     Records: list[SQSRecord]
-
-
-class BatchItemFailure(TypedDict):
-    """For SQS, ``itemIdentifier`` is the record's ``messageId``; never empty."""
-
-    itemIdentifier: str
-
-
-class PartialBatchResponse(TypedDict):
-    """Read by Lambda only when the mapping sets ``ReportBatchItemFailures``."""
-
-    batchItemFailures: list[BatchItemFailure]
-
-
-#: An EventBridge event as an SQS target receives it: ``detail`` is the envelope
-#: and ``detail-type`` its ``type`` (hyphenated keys need the functional form).
-EventBridgeEvent = TypedDict(
-    "EventBridgeEvent",
-    {
-        "version": str,
-        "id": str,
-        "detail-type": str,
-        "source": str,
-        "account": str,
-        "time": str,
-        "region": str,
-        "resources": list[str],
-        "detail": dict[str, Any],
-    },
-)
-
-
-class SNSNotification(TypedDict):
-    """An SNS message delivered to SQS without raw delivery; ``Message`` is the envelope JSON."""
-
-    Type: str
-    MessageId: str
-    TopicArn: str
-    Message: str
-    Timestamp: str
 
 
 #: The Lambda handler :meth:`OutboxConsumer.handler` builds.

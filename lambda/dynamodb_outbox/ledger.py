@@ -26,7 +26,7 @@ from dynamodb_outbox.envelope import Envelope
 
 __all__ = [
     "LEDGER_KEY_PREFIX",
-    "DynamoDBClient",
+    "LedgerDynamoDBClient",
     "LedgerEntry",
     "ledger_key",
     "read_ledger",
@@ -57,7 +57,7 @@ _RECORD_NAMES: Final = {
 }
 
 
-class DynamoDBClient(Protocol):
+class LedgerDynamoDBClient(Protocol):
     """The part of the boto3 DynamoDB client the ledger uses."""
 
     # Keyword parameters, not **kwargs: boto3-stubs' typed client must satisfy it.
@@ -105,7 +105,7 @@ def _iso(moment: datetime) -> str:
 
 
 def record_processed(
-    client: DynamoDBClient,
+    client: LedgerDynamoDBClient,
     table_name: str,
     consumer_name: str,
     envelope: Envelope,
@@ -140,7 +140,9 @@ def record_processed(
     return int(response["Attributes"]["times_processed"]["N"])
 
 
-def read_ledger(client: DynamoDBClient, table_name: str, consumer_name: str) -> list[LedgerEntry]:
+def read_ledger(
+    client: LedgerDynamoDBClient, table_name: str, consumer_name: str
+) -> list[LedgerEntry]:
     """Every ledger entry of ``consumer_name``, oldest event first (ULIDs sort by time).
 
     A strongly consistent Scan: the ledger is for tests and demos, where the

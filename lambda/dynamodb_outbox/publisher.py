@@ -28,65 +28,56 @@ The sending side sits behind :class:`~dynamodb_outbox.sinks.Sink`
 (``PutEvents`` or ``PublishBatch``) and its rules (sizes, fields, which error
 codes are poison); the failure handling stays here.
 
-The stream handler and the sweeper share one core, :func:`publish_outbox_items`:
-same planning, batching, failure rules, quarantine and delete. The stream
-wrapper, :func:`publish_stream_batch`, turns records into candidates and the
-first failure into a sequence-number checkpoint.
+The stream handler and the sweeper share one core,
+:func:`dynamodb_outbox.publishing.publish_outbox_items`: same planning,
+batching, failure rules, quarantine and delete. The stream wrapper,
+:func:`publish_stream_batch`, turns records into candidates and the first
+failure into a sequence-number checkpoint.
 """
 
 from __future__ import annotations
 
-import contextvars
-import json
 import os
-import random
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from dataclasses import asdict
+from datetime import datetime
 from functools import cache
-from typing import Any, Final, NamedTuple, Protocol
+from typing import NamedTuple
 
 import boto3
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    ParamValidationError,
-)
-from botocore.exceptions import (
-    ValidationError as BotocoreValidationError,
-)
 
 from dynamodb_outbox.envelope import (
-    ATTR_ENVELOPE,
-    ATTR_PENDING_SHARD,
     ATTR_PK,
-    ATTR_QUARANTINE_REASON,
-    ATTR_QUARANTINED_AT,
     ATTR_SK,
-    ATTR_STATUS,
     OUTBOX_SK_PREFIX,
-    STATUS_QUARANTINED,
-    Envelope,
 )
-from dynamodb_outbox.log_keys import loggable_key
-from dynamodb_outbox.settings import ConfigurationError, required_env
+from dynamodb_outbox.publishing import (
+    DEFAULT_DELETE_RETRIES,
+    DEFAULT_RETRY,
+    OutboxCandidate,
+    PublisherDynamoDBClient,
+    PublishResult,
+    RetryPolicy,
+    _describe,
+    _get,
+    _string_attribute,
+    _utc_now,
+    logger,
+    publish_outbox_items,
+)
+from dynamodb_outbox.settings import (
+    DEFAULT_METRICS_NAMESPACE,
+    ENV_TABLE_NAME,
+    required_env,
+    sink_from_environment,
+)
 from dynamodb_outbox.sinks import (
     EVENTBRIDGE_RULES,
-    PUBLISH_TO_EVENTBRIDGE,
-    PUBLISH_TO_SNS,
-    EntryResult,
-    EventBridgeSink,
-    OutboundEvent,
     Sink,
-    SinkError,
-    SnsSink,
-    is_sns_topic_arn,
 )
 from dynamodb_outbox.stream_types import (
     AttributeMap,
@@ -96,95 +87,17 @@ from dynamodb_outbox.stream_types import (
 )
 
 __all__ = [
-    "ENV_EVENT_BUS_NAME",
-    "ENV_PUBLISH_TO",
-    "ENV_TABLE_NAME",
-    "ENV_TOPIC_ARN",
-    "ConfigurationError",
-    "DynamoDBClient",
     "MissingSequenceNumber",
-    "OutboxCandidate",
-    "PublishResult",
-    "RetryPolicy",
     "Runtime",
     "default_runtime",
     "handler",
-    "publish_outbox_items",
     "publish_stream_batch",
     "record_metrics",
-    "required_env",
-    "sink_from_environment",
 ]
 
-ENV_EVENT_BUS_NAME: Final = "OUTBOX_EVENT_BUS_NAME"
-ENV_TABLE_NAME: Final = "OUTBOX_TABLE_NAME"
-ENV_PUBLISH_TO: Final = "OUTBOX_PUBLISH_TO"
-ENV_TOPIC_ARN: Final = "OUTBOX_TOPIC_ARN"
-DEFAULT_METRICS_NAMESPACE: Final = "DynamoDBOutbox"
-DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-publisher"
-
-# Raised by botocore while it builds a request from our parameters, before
-# anything is sent: the entries are at fault, not AWS.
-_REQUEST_BUILD_ERRORS: Final = (ParamValidationError, BotocoreValidationError)
-
-
-class RetryPolicy(NamedTuple):
-    """How entries that failed retryably are retried within one invocation.
-
-    Each retry waits with exponential backoff and full jitter (a uniform draw
-    up to ``base_seconds * 2**(attempt - 1)``, at most ``cap_seconds``). With a
-    time budget (``time_left``) entries are retried for as long as it lasts,
-    keeping ``margin_seconds`` (at most a fifth of the budget found at the
-    start) for the deletes; without one, each entry gets ``max_attempts``.
-    """
-
-    base_seconds: float = 0.05
-    cap_seconds: float = 2.0
-    max_attempts: int = 5
-    margin_seconds: float = 5.0
-    jitter: Callable[[], float] = random.random
-
-    def delay(self, attempt: int) -> float:
-        ceiling = min(self.cap_seconds, self.base_seconds * 2.0 ** (attempt - 1))
-        return float(self.jitter()) * ceiling
-
-
-DEFAULT_RETRY: Final = RetryPolicy()
-
-BATCH_WRITE_MAX_ITEMS: Final = 25
-DEFAULT_DELETE_RETRIES: Final = 5
-DELETE_BACKOFF_BASE_SECONDS: Final = 0.05
-DELETE_BACKOFF_MAX_SECONDS: Final = 1.0
-MAX_REASON_CHARS: Final = 500
-
-# Leaving the sparse pending index (REMOVE the shard) is what stops the sweeper
-# from picking the poison item up again.
-_QUARANTINE_UPDATE: Final = "SET #status = :status, #reason = :reason, #at = :at REMOVE #pending"
-
-logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", DEFAULT_SERVICE_NAME))
 metrics = Metrics(
     namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", DEFAULT_METRICS_NAMESPACE)
 )
-
-
-# --------------------------------------------------------------------------- clients
-
-
-class DynamoDBClient(Protocol):
-    """The part of the boto3 DynamoDB client the publisher uses."""
-
-    def update_item(
-        self,
-        *,
-        TableName: str,
-        Key: AttributeMap,
-        UpdateExpression: str,
-        ConditionExpression: str,
-        ExpressionAttributeNames: dict[str, str],
-        ExpressionAttributeValues: AttributeMap,
-    ) -> Mapping[str, Any]: ...
-
-    def batch_write_item(self, *, RequestItems: Mapping[str, Any]) -> Mapping[str, Any]: ...
 
 
 # ---------------------------------------------------------------------------- result
@@ -205,64 +118,7 @@ class MissingSequenceNumber(RuntimeError):
         self.result = result
 
 
-@dataclass
-class PublishResult:
-    """What one batch did; :meth:`response` is what Lambda gets back."""
-
-    records: int = 0
-    published: int = 0
-    quarantined: int = 0
-    #: poison records whose item was already gone (published and deleted elsewhere).
-    quarantine_item_gone: int = 0
-    #: poison records whose item DynamoDB refused to mark (left pending, logged as errors).
-    quarantine_unmarkable: int = 0
-    #: not outbox inserts (the mapping filter should have dropped them).
-    skipped: int = 0
-    #: records without a readable key: nothing to publish or quarantine, logged.
-    unreadable: int = 0
-    #: entries (or quarantine writes) that failed retryably; a failed call counts
-    #: every entry it carried.
-    retryable_failures: int = 0
-    deleted: int = 0
-    delete_leftovers: int = 0
-    send_calls: int = 0
-    #: calls after which some entries had to be retried.
-    retried_calls: int = 0
-    quarantine_calls: int = 0
-    delete_calls: int = 0
-    #: index in the batch of the record Lambda retries from, if any.
-    failure_position: int | None = None
-    #: the failed candidate's checkpoint (a stream record's sequence number).
-    failure_checkpoint: str | None = None
-    failure_sequence_number: str | None = None
-    #: ``should_continue`` said stop: candidates from ``stopped_at_position`` on
-    #: were not attempted (they stay pending).
-    stopped_at_position: int | None = None
-
-    def response(self) -> PartialBatchResponse:
-        if self.failure_sequence_number is None:
-            return {"batchItemFailures": []}
-        return {"batchItemFailures": [{"itemIdentifier": self.failure_sequence_number}]}
-
-
-# ---------------------------------------------------------------- candidates, plans
-
-
-class OutboxCandidate(NamedTuple):
-    """One outbox item to publish, whichever path found it.
-
-    ``key`` is its table key (``PK`` and ``SK``); ``item`` the whole item in
-    low-level JSON: a stream record's ``NewImage`` or what the sweeper read;
-    ``None`` only for a stream record without ``NewImage`` (wrong stream view
-    type), which is poison. ``position`` is its index in the caller's input and
-    ``checkpoint`` an opaque label the caller maps a failure back to (the stream
-    uses the record's sequence number).
-    """
-
-    key: AttributeMap
-    item: Mapping[str, Any] | None
-    position: int
-    checkpoint: str | None = None
+# ------------------------------------------------------------------- stream records
 
 
 class _Skip(NamedTuple):
@@ -274,29 +130,6 @@ class _Unreadable(NamedTuple):
     position: int
     sequence_number: str | None
     why: str
-
-
-class _Poison(NamedTuple):
-    candidate: OutboxCandidate
-    reason: str
-
-
-class _Publish(NamedTuple):
-    candidate: OutboxCandidate
-    event: OutboundEvent
-    size: int
-
-
-_Plan = _Poison | _Publish
-
-
-def _get(mapping: object, name: str) -> object:
-    return mapping.get(name) if isinstance(mapping, Mapping) else None
-
-
-def _string_attribute(item: object, name: str) -> str | None:
-    value = _get(_get(item, name), "S")
-    return value if isinstance(value, str) else None
 
 
 def _key(keys: object) -> AttributeMap | None:
@@ -337,458 +170,12 @@ def _stream_candidate(position: int, record: object) -> _Skip | _Unreadable | Ou
     )
 
 
-def _plan(candidate: OutboxCandidate, sink: Sink) -> _Plan:
-    """Publish or quarantine; whatever reading the item raises makes it poison, alone."""
-    try:
-        return _plan_or_raise(candidate, sink)
-    except Exception as exc:
-        return _Poison(candidate, f"unreadable item: {_describe(exc)}"[:MAX_REASON_CHARS])
-
-
-def _plan_or_raise(candidate: OutboxCandidate, sink: Sink) -> _Plan:
-    def poison(reason: str) -> _Poison:
-        return _Poison(candidate, reason[:MAX_REASON_CHARS])
-
-    sk = _string_attribute(candidate.key, ATTR_SK)
-    item = candidate.item
-    if item is None:
-        return poison("stream record has no NewImage (stream view type must include new images)")
-    body = _string_attribute(item, ATTR_ENVELOPE)
-    if body is None:
-        return poison(f"outbox item has no string attribute {ATTR_ENVELOPE!r}")
-    try:
-        envelope = Envelope.from_json(body)
-    except ValueError as exc:  # InvalidEnvelope is a ValueError
-        return poison(f"invalid envelope: {exc}")
-    if OUTBOX_SK_PREFIX + envelope.id != sk:
-        return poison(f"envelope id {envelope.id!r} does not match sort key {sk!r}")
-    event = OutboundEvent.of(envelope, body)
-    rules = sink.rules
-    try:
-        size = rules.entry_size(event)
-    except UnicodeEncodeError as exc:  # a lone surrogate: no sink can ever send it
-        return poison(f"envelope is not encodable as UTF-8: {exc}")
-    if size > rules.max_request_bytes:
-        return poison(
-            f"event too large for {rules.name}: {size} bytes, limit {rules.max_request_bytes}"
-        )
-    refusal = rules.refusal(event)
-    if refusal is not None:
-        return poison(f"{rules.name} cannot take it: {refusal}")
-    return _Publish(candidate, event, size)
-
-
-_UNBUILDABLE: Final = "RequestNotBuildable"
-# A delete retry never starts with less time than this left: a duplicate later
-# (the sweeper re-publishes the item) beats a timeout that fails the batch now.
-_DELETE_FLOOR_SECONDS: Final = 0.5
-
-
-def _rejection(sink_name: str, outcome: EntryResult) -> str:
-    if outcome.error_code == _UNBUILDABLE:
-        return f"no {sink_name} request can be built for it: {outcome.error_message}"
-    return f"{sink_name} rejected it: {outcome.error_code}: {outcome.error_message}"
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-# ----------------------------------------------------------------------- the core
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _error_code(exc: Exception) -> str:
-    if isinstance(exc, ClientError):
-        return str(exc.response.get("Error", {}).get("Code") or type(exc).__name__)
-    return type(exc).__name__
-
-
-class _Publication:
-    """The state of one :func:`publish_outbox_items` call."""
-
-    def __init__(
-        self,
-        *,
-        sink: Sink,
-        table_name: str,
-        dynamodb_client: DynamoDBClient,
-        sleep: Callable[[float], None],
-        clock: Callable[[], datetime],
-        delete_retries: int,
-        should_continue: Callable[[], bool] | None,
-        result: PublishResult,
-        overlap_deletes: bool = True,
-        time_left: Callable[[], float] | None = None,
-        retry: RetryPolicy = DEFAULT_RETRY,
-    ) -> None:
-        self.sink = sink
-        self.table_name = table_name
-        self.dynamodb = dynamodb_client
-        self.sleep = sleep
-        self.clock = clock
-        self.delete_retries = delete_retries
-        self.should_continue = should_continue
-        self.result = result
-        self.overlap_deletes = overlap_deletes
-        self.time_left = time_left
-        self.retry = retry
-        # Kept free for the deletes: the policy's margin, at most a fifth of the
-        # budget at the start, so that a short timeout still gets its retries.
-        self.margin = min(retry.margin_seconds, time_left() / 5) if time_left is not None else 0.0
-        self.published: list[_Publish] = []
-        self._to_delete: dict[str, AttributeMap] = {}
-        self._queued = 0  # published plans already added to _to_delete
-        self._submitted = 0  # keys of _to_delete already handed to the deleter
-        self._deletes: list[Future[None]] = []
-
-    def run(self, candidates: Sequence[OutboxCandidate]) -> _Plan | None:
-        plans = deque(_plan(candidate, self.sink) for candidate in candidates)
-        failure: _Plan | None = None
-        # One worker deletes full chunks of published items while the next call to
-        # the sink goes out: both are network-bound and independent (an item is
-        # only ever deleted after its own publication succeeded), which cuts the
-        # invocation's wall time without changing any failure rule.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-delete") as deleter:
-            try:
-                failure = self._publish_all(plans, deleter)
-            finally:
-                # Even when something escapes, what went out is deleted: otherwise
-                # every retry of the batch (or sweep) would publish it again.
-                self._queue_deletes(deleter, final=True)
-                self.result.published += len(self.published)
-                for future in self._deletes:
-                    future.result()  # a crash in a delete still fails the invocation
-        return failure
-
-    def _publish_all(self, plans: deque[_Plan], deleter: ThreadPoolExecutor) -> _Plan | None:
-        """Send everything, retrying what fails retryably; the checkpoint if something is left.
-
-        Entries that failed retryably go first in the next call, with the next
-        fresh entries after them, so a throttled entry costs a share of a call,
-        not a call of its own, and nothing already accepted is sent again. The
-        checkpoint, when time or attempts run out, is the lowest position not
-        yet done: everything before it is published or quarantined.
-        """
-        retrying: list[_Publish] = []  # in position order
-        attempts: dict[int, int] = {}
-        calls = 0
-        while retrying or plans:
-            if self.should_continue is not None and not self.should_continue():
-                first = min(
-                    [plan.candidate.position for plan in retrying]
-                    + [plan.candidate.position for plan in list(plans)[:1]]
-                )
-                self.result.stopped_at_position = first
-                logger.info(
-                    "stopping before the end of the input; the rest stays pending",
-                    extra={"position": first},
-                )
-                return None
-            if retrying:
-                worst = max(attempts[plan.candidate.position] for plan in retrying)
-                delay = self.retry.delay(worst)
-                if not self._may_retry(worst, delay):
-                    return self._checkpoint(retrying, plans)
-                self.sleep(delay)
-            elif calls and self.time_left is not None and self.time_left() < self.margin:
-                return self._checkpoint(retrying, plans)  # fresh work, but no time for it
-            call, unmarked = self._fill(retrying, plans)
-            retrying = self._send_and_settle(call) if call else []
-            calls += 1 if call else 0
-            if self.overlap_deletes:
-                self._queue_deletes(deleter, final=False)
-            if unmarked is not None:  # a quarantine write that failed: resume there
-                return self._checkpoint([*retrying, unmarked], deque())
-            for plan in retrying:
-                attempts[plan.candidate.position] = attempts.get(plan.candidate.position, 0) + 1
-        return None
-
-    def _send_and_settle(self, call: list[_Publish]) -> list[_Publish]:
-        """Send one call; what must be sent again, in position order."""
-        again: list[_Publish] = []
-        for plan, outcome in zip(call, self._send(call), strict=True):
-            if outcome.ok:
-                self.published.append(plan)
-            elif outcome.retryable:
-                self.result.retryable_failures += 1
-                again.append(plan)
-            elif not self._quarantine(plan, _rejection(self.sink.rules.name, outcome)):
-                again.append(plan)  # the marker must be written: send (and mark) again
-        if again:
-            self.result.retried_calls += 1
-        return again
-
-    def _may_retry(self, attempt: int, delay: float) -> bool:
-        if self.time_left is None:
-            return attempt < self.retry.max_attempts
-        return self.time_left() - delay > self.margin
-
-    def _fill(
-        self, retrying: list[_Publish], plans: deque[_Plan]
-    ) -> tuple[list[_Publish], _Plan | None]:
-        """The next call: the entries to retry, then fresh ones in order, within the limits.
-
-        Poison met on the way is quarantined (idempotent, so doing it before a
-        later failure costs at most a redundant write on a retry); a quarantine
-        write that fails is returned, and the call stops before it.
-        """
-        rules = self.sink.rules
-        call = list(retrying)
-        size = sum(plan.size for plan in call)
-        while plans:
-            plan = plans[0]
-            if isinstance(plan, _Poison):
-                plans.popleft()
-                if not self._quarantine(plan, plan.reason):
-                    return call, plan
-                continue
-            if call and (
-                len(call) >= rules.max_entries or size + plan.size > rules.max_request_bytes
-            ):
-                break
-            plans.popleft()
-            call.append(plan)
-            size += plan.size
-        return call, None
-
-    def _checkpoint(self, retrying: Sequence[_Plan], plans: deque[_Plan]) -> _Plan:
-        left = [*retrying, *list(plans)[:1]]
-        first = min(left, key=lambda plan: plan.candidate.position)
-        logger.warning(
-            "publish failures left when the retry budget ran out; checkpointing",
-            extra={
-                "checkpoint": first.candidate.checkpoint,
-                "key": loggable_key(first.candidate.key),
-                "retrying": len(retrying),
-            },
-        )
-        return first
-
-    def _queue_deletes(self, deleter: ThreadPoolExecutor, *, final: bool) -> None:
-        for plan in self.published[self._queued :]:
-            self._to_delete.setdefault(
-                json.dumps(plan.candidate.key, sort_keys=True), plan.candidate.key
-            )
-        self._queued = len(self.published)
-        keys = list(self._to_delete.values())
-        submitted = self._submitted
-        while len(keys) - submitted >= BATCH_WRITE_MAX_ITEMS or (final and submitted < len(keys)):
-            chunk = keys[submitted : submitted + BATCH_WRITE_MAX_ITEMS]
-            # The worker runs in a copy of the caller's context, so context-bound
-            # state (log keys, tracing, a test harness's attribution) follows it.
-            context = contextvars.copy_context()
-            self._deletes.append(deleter.submit(context.run, self._delete_chunk, chunk))
-            submitted += len(chunk)
-        self._submitted = submitted
-
-    def _send(self, plans: list[_Publish]) -> list[EntryResult]:
-        self.result.send_calls += 1
-        try:
-            return self.sink.send([plan.event for plan in plans])
-        except (ClientError, BotoCoreError, SinkError) as exc:
-            if isinstance(exc, _REQUEST_BUILD_ERRORS):
-                return self._isolate(plans, exc)
-            # AWS could not be reached or refused the call: whether any entry got
-            # through is unknown, none is deleted, and the first one is where
-            # Lambda resumes.
-            logger.warning(
-                "publish call failed",
-                extra={"sink": self.sink.rules.name, "error": str(exc), "entries": len(plans)},
-            )
-            failed = EntryResult(
-                error_code=_error_code(exc), error_message=str(exc), retryable=True
-            )
-            return [failed] * len(plans)
-        except Exception as exc:
-            return self._isolate(plans, exc)
-
-    def _isolate(self, plans: list[_Publish], exc: Exception) -> list[EntryResult]:
-        """The request could not be built (nothing was sent): find the entry at fault.
-
-        Each entry is sent on its own; one that still cannot be built is poison
-        (its rules missed something), and its neighbours go out.
-        """
-        if len(plans) == 1:
-            return [
-                EntryResult(error_code=_UNBUILDABLE, error_message=_describe(exc), retryable=False)
-            ]
-        logger.warning(
-            "a request could not be built; sending its entries one by one",
-            extra={"error": _describe(exc), "entries": len(plans)},
-        )
-        return [result for plan in plans for result in self._send([plan])]
-
-    def _quarantine(self, plan: _Plan, reason: str) -> bool:
-        """Mark the item poison; False when that must be retried (the marker would be lost)."""
-        # Whatever text an exception carried, the reason must be storable.
-        reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_REASON_CHARS]
-        self.result.quarantine_calls += 1
-        log_fields = {
-            "reason": reason,
-            "key": loggable_key(plan.candidate.key),
-            "checkpoint": plan.candidate.checkpoint,
-        }
-        try:
-            self.dynamodb.update_item(
-                TableName=self.table_name,
-                Key=plan.candidate.key,
-                UpdateExpression=_QUARANTINE_UPDATE,
-                # An item that is gone was published and deleted (e.g. by the
-                # sweeper): UpdateItem must not bring it back as a stub.
-                ConditionExpression="attribute_exists(#sk)",
-                ExpressionAttributeNames={
-                    "#status": ATTR_STATUS,
-                    "#reason": ATTR_QUARANTINE_REASON,
-                    "#at": ATTR_QUARANTINED_AT,
-                    "#pending": ATTR_PENDING_SHARD,
-                    "#sk": ATTR_SK,
-                },
-                ExpressionAttributeValues={
-                    ":status": {"S": STATUS_QUARANTINED},
-                    ":reason": {"S": reason},
-                    ":at": {"S": _iso(self.clock())},
-                },
-            )
-        except Exception as exc:
-            code = _error_code(exc)
-            if code == "ConditionalCheckFailedException":
-                self.result.quarantine_item_gone += 1
-                logger.info(
-                    "poison record's item is already gone; nothing to quarantine", extra=log_fields
-                )
-                return True
-            never_writable = code == "ValidationException" or isinstance(exc, _REQUEST_BUILD_ERRORS)
-            if never_writable or not isinstance(exc, ClientError | BotoCoreError):
-                # DynamoDB will never take this write (a key that fits no item, an
-                # item the marker would push over 400 KB): retrying would hold the
-                # batch forever. The item stays in the pending index, where the
-                # oldest-pending alarm and `outbox-ops pending` show it.
-                self.result.quarantine_unmarkable += 1
-                logger.error(
-                    "poison item cannot be marked; it stays pending for an operator",
-                    extra={**log_fields, "error_code": code, "error": _describe(exc)},
-                )
-                return True
-            # Every other error, throttling or not, is retried: skipping would
-            # leave a poison item in the pending index with no marker on it.
-            self.result.retryable_failures += 1
-            logger.warning(
-                "quarantine failed; checkpointing",
-                extra={**log_fields, "error_code": code, "error": str(exc)},
-            )
-            return False
-        self.result.quarantined += 1
-        logger.warning("event quarantined", extra=log_fields)
-        return True
-
-    def _delete_chunk(self, keys: list[AttributeMap]) -> None:
-        pending: list[dict[str, Any]] = [{"DeleteRequest": {"Key": key}} for key in keys]
-        retries = 0
-        while True:
-            self.result.delete_calls += 1
-            try:
-                response = self.dynamodb.batch_write_item(RequestItems={self.table_name: pending})
-                unprocessed = list(response.get("UnprocessedItems", {}).get(self.table_name, []))
-            except (ClientError, BotoCoreError) as exc:
-                # Same as "nothing processed": retried within the same budget, and
-                # never a batch failure (the events are already out).
-                logger.warning(
-                    "BatchWriteItem failed", extra={"error": str(exc), "deletes": len(pending)}
-                )
-                unprocessed = pending
-            self.result.deleted += len(pending) - len(unprocessed)
-            pending = unprocessed
-            if not pending:
-                return
-            if retries >= self.delete_retries:
-                break
-            retries += 1
-            delay = min(
-                DELETE_BACKOFF_MAX_SECONDS, DELETE_BACKOFF_BASE_SECONDS * 2 ** (retries - 1)
-            )
-            if self.time_left is not None and self.time_left() - delay < _DELETE_FLOOR_SECONDS:
-                break  # never past the timeout for a delete: the sweeper redoes it
-            self.sleep(delay)
-        self.result.delete_leftovers += len(pending)
-        logger.warning(
-            "published outbox items left undeleted; the sweeper will publish them again",
-            extra={
-                "count": len(pending),
-                "keys": [loggable_key(request["DeleteRequest"]["Key"]) for request in pending],
-            },
-        )
-
-
-def publish_outbox_items(
-    candidates: Sequence[OutboxCandidate],
-    *,
-    sink: Sink,
-    table_name: str,
-    dynamodb_client: DynamoDBClient,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], datetime] = _utc_now,
-    delete_retries: int = DEFAULT_DELETE_RETRIES,
-    should_continue: Callable[[], bool] | None = None,
-    result: PublishResult | None = None,
-    overlap_deletes: bool = True,
-    time_left: Callable[[], float] | None = None,
-    retry: RetryPolicy = DEFAULT_RETRY,
-) -> PublishResult:
-    """Publish outbox items in the order given; quarantine poison; delete what was published.
-
-    The core shared by the stream handler and the sweeper. Entries that fail
-    retryably are retried within the call, in the next request to the sink
-    with backoff (``retry``), for as long as ``time_left`` (seconds, the
-    invocation's) allows, or ``retry.max_attempts`` times without it. What is
-    still not done then is reported as ``failure_position`` and
-    ``failure_checkpoint``: the lowest position not published or quarantined,
-    where Lambda resumes. Poison is quarantined and the run goes on. Deletes
-    happen as chunks fill and at the end, only for what was published, and
-    never fail the run; their retries stop short of the time budget.
-
-    ``should_continue`` is asked before each call to the sink (the sweeper's
-    deadline); when it says no, the run stops there without a failure and
-    ``stopped_at_position`` says where. Counts are added to ``result`` when one
-    is given. With ``overlap_deletes`` (the default) each full chunk of deletes runs
-    on a background thread while the next call to the sink goes out; without it,
-    every delete waits until the last send (the benchmark's comparison).
-    """
-    result = result if result is not None else PublishResult()
-    publication = _Publication(
-        sink=sink,
-        table_name=table_name,
-        dynamodb_client=dynamodb_client,
-        sleep=sleep,
-        clock=clock,
-        delete_retries=delete_retries,
-        should_continue=should_continue,
-        result=result,
-        overlap_deletes=overlap_deletes,
-        time_left=time_left,
-        retry=retry,
-    )
-    failure = publication.run(candidates)
-    if failure is not None:
-        result.failure_position = failure.candidate.position
-        result.failure_checkpoint = failure.candidate.checkpoint
-    return result
-
-
 def publish_stream_batch(
     records: Sequence[DynamoDBStreamRecord],
     *,
     sink: Sink,
     table_name: str,
-    dynamodb_client: DynamoDBClient,
+    dynamodb_client: PublisherDynamoDBClient,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], datetime] = _utc_now,
     delete_retries: int = DEFAULT_DELETE_RETRIES,
@@ -845,46 +232,12 @@ def publish_stream_batch(
 # --------------------------------------------------------------------------- handler
 
 
-def _boto3_client(service: str) -> Any:
-    return boto3.client(service)  # type: ignore[call-overload]
-
-
-def sink_from_environment(
-    environ: Mapping[str, str] | None = None,
-    client_factory: Callable[[str], Any] | None = None,
-) -> Sink:
-    """The sink ``OUTBOX_PUBLISH_TO`` selects: ``eventbridge`` (default) or ``sns``.
-
-    EventBridge needs ``OUTBOX_EVENT_BUS_NAME`` (name or ARN), SNS needs
-    ``OUTBOX_TOPIC_ARN``. Shared by the publisher and the sweeper, so both send
-    the same way. Raises :class:`ConfigurationError` naming the variable at fault.
-    """
-    environ = os.environ if environ is None else environ
-    make_client: Callable[[str], Any] = client_factory or _boto3_client
-    publish_to = environ.get(ENV_PUBLISH_TO, "").strip().lower() or PUBLISH_TO_EVENTBRIDGE
-    if publish_to == PUBLISH_TO_EVENTBRIDGE:
-        bus = required_env(ENV_EVENT_BUS_NAME, environ)
-        return EventBridgeSink(make_client("events"), bus)
-    if publish_to == PUBLISH_TO_SNS:
-        topic_arn = required_env(ENV_TOPIC_ARN, environ)
-        if not is_sns_topic_arn(topic_arn):
-            raise ConfigurationError(
-                f"environment variable {ENV_TOPIC_ARN} must be an SNS topic ARN "
-                f"(arn:<partition>:sns:<region>:<account>:<name>), got {topic_arn!r}"
-            )
-        return SnsSink(make_client("sns"), topic_arn)
-    raise ConfigurationError(
-        f"environment variable {ENV_PUBLISH_TO} must be {PUBLISH_TO_EVENTBRIDGE!r} or "
-        f"{PUBLISH_TO_SNS!r}, got {environ.get(ENV_PUBLISH_TO)!r}"
-    )
-
-
 class Runtime(NamedTuple):
     """What the handler needs from its environment, built once per execution environment."""
 
     sink: Sink
     table_name: str
-    dynamodb_client: DynamoDBClient
+    dynamodb_client: PublisherDynamoDBClient
 
 
 @cache

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Final
 
 import boto3
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
@@ -38,23 +37,24 @@ from dynamodb_outbox.consumer import (
     SQSEvent,
 )
 from dynamodb_outbox.envelope import Envelope
-from dynamodb_outbox.ledger import DynamoDBClient, record_processed
+from dynamodb_outbox.ledger import LedgerDynamoDBClient, record_processed
 from dynamodb_outbox.log_keys import key_digest
+from dynamodb_outbox.settings import (
+    ENV_CONSUMER_NAME,
+    ENV_EXPIRES_AFTER_SECONDS,
+    ENV_IDEMPOTENCY_TABLE,
+    integer_env,
+    required_env,
+)
 
 __all__ = [
-    "ENV_EXPIRES_AFTER_SECONDS",
-    "ENV_IDEMPOTENCY_TABLE",
     "build_handler",
     "handler",
 ]
 
-ENV_IDEMPOTENCY_TABLE: Final = "OUTBOX_IDEMPOTENCY_TABLE"
-ENV_EXPIRES_AFTER_SECONDS: Final = "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"
-_ENV_CONSUMER_NAME: Final = "OUTBOX_CONSUMER_NAME"
-
 
 def build_handler(
-    consumer: OutboxConsumer, dynamodb_client: DynamoDBClient, table_name: str
+    consumer: OutboxConsumer, dynamodb_client: LedgerDynamoDBClient, table_name: str
 ) -> LambdaHandler:
     """The reference handler on ``consumer``: record each event in the ledger of ``table_name``."""
 
@@ -81,13 +81,13 @@ def build_handler(
 
 def handler(event: SQSEvent, context: LambdaContext) -> PartialBatchResponse:
     """Lambda entry point; configuration comes from the environment (see module docs)."""
-    table_name = os.environ.get(ENV_IDEMPOTENCY_TABLE)
-    if not table_name:
-        # Raising fails the whole batch: the messages stay queued until the
-        # configuration is fixed instead of being marked processed.
-        raise RuntimeError(f"{ENV_IDEMPOTENCY_TABLE} is not set")
-    expires = int(os.environ.get(ENV_EXPIRES_AFTER_SECONDS) or DEFAULT_EXPIRES_AFTER_SECONDS)
-    name = os.environ.get(_ENV_CONSUMER_NAME) or None
+    # A ConfigurationError fails the whole batch: the messages stay queued until
+    # the configuration is fixed instead of being marked processed.
+    table_name = required_env(ENV_IDEMPOTENCY_TABLE)
+    expires = integer_env(
+        os.environ, ENV_EXPIRES_AFTER_SECONDS, DEFAULT_EXPIRES_AFTER_SECONDS, minimum=1
+    )
+    name = os.environ.get(ENV_CONSUMER_NAME) or None
     return _handler_for(table_name, name, expires)(event, context)
 
 

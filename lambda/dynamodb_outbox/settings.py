@@ -1,15 +1,55 @@
 """Settings read from environment variables, with errors that name the variable.
 
-Shared by the functions (publisher, sweeper) and ``outbox-ops``; standard library
-only, so the command line stays fast to start.
+Shared by the functions (publisher, sweeper, reference consumer) and
+``outbox-ops``; standard library only at import (the sinks and boto3 are
+imported on first use), so the command line stays fast to start.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
 
-__all__ = ["ConfigurationError", "integer_env", "required_env"]
+if TYPE_CHECKING:
+    from dynamodb_outbox.sinks import Sink
+
+__all__ = [
+    "DEFAULT_METRICS_NAMESPACE",
+    "ENV_CONSUMER_NAME",
+    "ENV_EVENT_BUS_NAME",
+    "ENV_EXPIRES_AFTER_SECONDS",
+    "ENV_IDEMPOTENCY_TABLE",
+    "ENV_MAX_ITEMS",
+    "ENV_MIN_AGE_SECONDS",
+    "ENV_PENDING_INDEX",
+    "ENV_PENDING_SHARDS",
+    "ENV_PUBLISH_TO",
+    "ENV_TABLE_NAME",
+    "ENV_TOPIC_ARN",
+    "ConfigurationError",
+    "integer_env",
+    "required_env",
+    "sink_from_environment",
+]
+
+# The publisher and the sweeper.
+ENV_EVENT_BUS_NAME: Final = "OUTBOX_EVENT_BUS_NAME"
+ENV_TABLE_NAME: Final = "OUTBOX_TABLE_NAME"
+ENV_PUBLISH_TO: Final = "OUTBOX_PUBLISH_TO"
+ENV_TOPIC_ARN: Final = "OUTBOX_TOPIC_ARN"
+DEFAULT_METRICS_NAMESPACE: Final = "DynamoDBOutbox"
+
+# The sweeper (and ``outbox-ops`` for the pending index).
+ENV_PENDING_INDEX: Final = "OUTBOX_PENDING_INDEX"
+ENV_PENDING_SHARDS: Final = "OUTBOX_PENDING_SHARDS"
+ENV_MIN_AGE_SECONDS: Final = "OUTBOX_SWEEPER_MIN_AGE_SECONDS"
+ENV_MAX_ITEMS: Final = "OUTBOX_SWEEPER_MAX_ITEMS"
+
+# The reference consumer.
+ENV_IDEMPOTENCY_TABLE: Final = "OUTBOX_IDEMPOTENCY_TABLE"
+ENV_EXPIRES_AFTER_SECONDS: Final = "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"
+ENV_CONSUMER_NAME: Final = "OUTBOX_CONSUMER_NAME"
 
 
 class ConfigurationError(RuntimeError):
@@ -41,3 +81,47 @@ def integer_env(
             f"environment variable {name} must be an integer {bounds}, got {text!r}"
         )
     return value
+
+
+def _boto3_client(service: str) -> Any:
+    import boto3
+
+    return boto3.client(service)  # type: ignore[call-overload]
+
+
+def sink_from_environment(
+    environ: Mapping[str, str] | None = None,
+    client_factory: Callable[[str], Any] | None = None,
+) -> Sink:
+    """The sink ``OUTBOX_PUBLISH_TO`` selects: ``eventbridge`` (default) or ``sns``.
+
+    EventBridge needs ``OUTBOX_EVENT_BUS_NAME`` (name or ARN), SNS needs
+    ``OUTBOX_TOPIC_ARN``. Shared by the publisher and the sweeper, so both send
+    the same way. Raises :class:`ConfigurationError` naming the variable at fault.
+    """
+    from dynamodb_outbox.sinks import (
+        PUBLISH_TO_EVENTBRIDGE,
+        PUBLISH_TO_SNS,
+        EventBridgeSink,
+        SnsSink,
+        is_sns_topic_arn,
+    )
+
+    environ = os.environ if environ is None else environ
+    make_client: Callable[[str], Any] = client_factory or _boto3_client
+    publish_to = environ.get(ENV_PUBLISH_TO, "").strip().lower() or PUBLISH_TO_EVENTBRIDGE
+    if publish_to == PUBLISH_TO_EVENTBRIDGE:
+        bus = required_env(ENV_EVENT_BUS_NAME, environ)
+        return EventBridgeSink(make_client("events"), bus)
+    if publish_to == PUBLISH_TO_SNS:
+        topic_arn = required_env(ENV_TOPIC_ARN, environ)
+        if not is_sns_topic_arn(topic_arn):
+            raise ConfigurationError(
+                f"environment variable {ENV_TOPIC_ARN} must be an SNS topic ARN "
+                f"(arn:<partition>:sns:<region>:<account>:<name>), got {topic_arn!r}"
+            )
+        return SnsSink(make_client("sns"), topic_arn)
+    raise ConfigurationError(
+        f"environment variable {ENV_PUBLISH_TO} must be {PUBLISH_TO_EVENTBRIDGE!r} or "
+        f"{PUBLISH_TO_SNS!r}, got {environ.get(ENV_PUBLISH_TO)!r}"
+    )

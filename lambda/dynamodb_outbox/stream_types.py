@@ -1,4 +1,5 @@
-"""Wire shapes of the DynamoDB Streams events Lambda delivers, and of its replies.
+"""Wire shapes of the DynamoDB Streams events Lambda delivers, and of the replies
+Lambda reads from the stream publisher and the SQS consumer alike.
 
 Field names are AWS's own, so a reader can hold them against the AWS reference.
 They describe what AWS promises; the publisher still checks every field it
@@ -72,7 +73,11 @@ class DynamoDBStreamEvent(TypedDict):
 
 
 class BatchItemFailure(TypedDict):
-    """For streams, ``itemIdentifier`` is the record's ``dynamodb.SequenceNumber``."""
+    """The record Lambda retries: never empty.
+
+    For streams ``itemIdentifier`` is the record's ``dynamodb.SequenceNumber``
+    (Lambda resumes there); for SQS, the message's ``messageId``.
+    """
 
     itemIdentifier: str
 

@@ -5,7 +5,8 @@ Lambda entry point: ``dynamodb_outbox.sweeper.handler``, run on a schedule.
 Stream records live 24 hours and the stream mapping gives up after its retry
 budget; from then on the outbox item in the table is the only copy of the
 event. The sweeper finds items still pending after a minimum age and publishes
-them through the publisher's own core (:func:`publish_outbox_items`): same sink,
+them through the publisher's own core
+(:func:`dynamodb_outbox.publishing.publish_outbox_items`): same sink,
 batching, failure rules, quarantine and delete.
 
 The rules, and why:
@@ -31,8 +32,6 @@ The rules, and why:
 
 from __future__ import annotations
 
-import heapq
-import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -47,59 +46,64 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.envelope import (
-    ATTR_PENDING_SHARD,
     ATTR_PK,
     ATTR_SK,
-    ATTR_STATUS,
     DEFAULT_PENDING_SHARDS,
     OUTBOX_SK_PREFIX,
-    STATUS_PENDING,
 )
-from dynamodb_outbox.event_ids import event_id_datetime, lowest_event_id_at
 from dynamodb_outbox.log_keys import loggable_key
-from dynamodb_outbox.publisher import (
+from dynamodb_outbox.pending_index import (
+    BATCH_GET_MAX_KEYS,
+    DEFAULT_PENDING_INDEX,
+    DEFAULT_READ_RETRIES,
+    MAX_PENDING_SHARDS,
+    QUERY_MAX_PAGE,
+    IndexReader,
+    OldestFirst,
+    ShardCursor,
+    is_pending,
+    key_id,
+    pending_boundary_sk,
+    read_back,
+    shard_keys,
+    sort_key,
+    ulid_time,
+)
+from dynamodb_outbox.publishing import (
     DEFAULT_DELETE_RETRIES,
-    DEFAULT_METRICS_NAMESPACE,
-    ENV_TABLE_NAME,
-    DynamoDBClient,
     OutboxCandidate,
+    PublisherDynamoDBClient,
     PublishResult,
     publish_outbox_items,
+)
+from dynamodb_outbox.settings import (
+    DEFAULT_METRICS_NAMESPACE,
+    ENV_MAX_ITEMS,
+    ENV_MIN_AGE_SECONDS,
+    ENV_PENDING_INDEX,
+    ENV_PENDING_SHARDS,
+    ENV_TABLE_NAME,
+    integer_env,
+    required_env,
     sink_from_environment,
 )
-from dynamodb_outbox.settings import integer_env, required_env
 from dynamodb_outbox.sinks import Sink
 from dynamodb_outbox.stream_types import AttributeMap
 
 __all__ = [
-    "BATCH_GET_MAX_KEYS",
     "DEFAULT_MAX_ITEMS",
     "DEFAULT_MIN_AGE_SECONDS",
-    "DEFAULT_PENDING_INDEX",
     "DEFAULT_TIME_RESERVE_SECONDS",
-    "ENV_MAX_ITEMS",
-    "ENV_MIN_AGE_SECONDS",
-    "ENV_PENDING_INDEX",
-    "ENV_PENDING_SHARDS",
     "SweepResult",
     "SweeperDynamoDBClient",
     "SweeperRuntime",
     "default_runtime",
     "handler",
-    "pending_boundary_sk",
     "record_metrics",
     "runtime_from_environment",
-    "shard_keys",
     "sweep",
-    "ulid_time",
 ]
 
-ENV_PENDING_INDEX: Final = "OUTBOX_PENDING_INDEX"
-ENV_PENDING_SHARDS: Final = "OUTBOX_PENDING_SHARDS"
-ENV_MIN_AGE_SECONDS: Final = "OUTBOX_SWEEPER_MIN_AGE_SECONDS"
-ENV_MAX_ITEMS: Final = "OUTBOX_SWEEPER_MAX_ITEMS"
-
-DEFAULT_PENDING_INDEX: Final = "outbox-pending"
 # Well above normal publish latency (the stream mapping polls 4 times a second
 # and retries a failed batch within seconds): an item this old was missed.
 DEFAULT_MIN_AGE_SECONDS: Final = 300
@@ -108,58 +112,14 @@ DEFAULT_MAX_ITEMS: Final = 1000
 DEFAULT_TIME_RESERVE_SECONDS: Final = 10.0
 DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-sweeper"
 
-BATCH_GET_MAX_KEYS: Final = 100
-QUERY_MAX_PAGE: Final = 1000
-DEFAULT_READ_RETRIES: Final = 5
-READ_BACKOFF_BASE_SECONDS: Final = 0.05
-READ_BACKOFF_MAX_SECONDS: Final = 1.0
-MAX_PENDING_SHARDS: Final = 100  # envelope.pending_shard accepts 1..100
-
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", DEFAULT_SERVICE_NAME))
 metrics = Metrics(
     namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", DEFAULT_METRICS_NAMESPACE)
 )
 
 
-class SweeperDynamoDBClient(DynamoDBClient, Protocol):
+class SweeperDynamoDBClient(PublisherDynamoDBClient, IndexReader, Protocol):
     """The part of the boto3 DynamoDB client the sweeper uses (no Scan, on purpose)."""
-
-    def query(self, **kwargs: Any) -> Mapping[str, Any]: ...
-
-    def batch_get_item(self, *, RequestItems: dict[str, Any]) -> Mapping[str, Any]: ...
-
-
-# ------------------------------------------------------------------------ ULID keys
-
-
-def shard_keys(shards: int) -> list[str]:
-    """The pending-index partition keys, in the format of ``envelope.pending_shard``."""
-    if isinstance(shards, bool) or not 1 <= shards <= MAX_PENDING_SHARDS:
-        raise ValueError(f"pending shards must be between 1 and {MAX_PENDING_SHARDS}, got {shards}")
-    return [f"{n:02d}" for n in range(shards)]
-
-
-def pending_boundary_sk(moment: datetime) -> str:
-    """The smallest outbox sort key of ``moment``'s millisecond.
-
-    ``SK < boundary`` holds exactly for outbox items whose ULID was made before
-    that millisecond: the ULID's first 48 bits are its time in milliseconds, and
-    the boundary takes the lowest randomness.
-    """
-    milliseconds = int(moment.timestamp() * 1000)
-    if milliseconds < 0:
-        milliseconds = 0
-    return OUTBOX_SK_PREFIX + lowest_event_id_at(milliseconds)
-
-
-def ulid_time(sort_key: str) -> datetime | None:
-    """When the outbox item with ``sort_key`` was made, from its ULID; None if not a ULID."""
-    if not sort_key.startswith(OUTBOX_SK_PREFIX):
-        return None
-    try:
-        return event_id_datetime(sort_key[len(OUTBOX_SK_PREFIX) :])
-    except ValueError:
-        return None
 
 
 # -------------------------------------------------------------------------- result
@@ -200,68 +160,6 @@ class SweepResult:
 
 
 # ------------------------------------------------------------------------- the run
-
-
-class _ShardCursor:
-    """Ascending keys of one pending-index partition, below the boundary, page by page."""
-
-    def __init__(self, sweep: _Sweep, shard: str) -> None:
-        self.sweep = sweep
-        self.shard = shard
-        self.keys: list[AttributeMap] = []
-        self.index = 0
-        self.start_key: AttributeMap | None = None
-        self.exhausted = False
-
-    def peek(self) -> AttributeMap | None:
-        while self.index >= len(self.keys) and not self.exhausted:
-            self._fetch()
-        return self.keys[self.index] if self.index < len(self.keys) else None
-
-    def has_more(self) -> bool:
-        """Keys may be left (without reading a page to find out)."""
-        return self.index < len(self.keys) or not self.exhausted
-
-    def pop(self) -> AttributeMap:
-        key = self.keys[self.index]
-        self.index += 1
-        return key
-
-    def _fetch(self) -> None:
-        request: dict[str, Any] = {
-            "KeyConditionExpression": "#shard = :shard AND #sk < :boundary",
-            "ExpressionAttributeNames": {"#shard": ATTR_PENDING_SHARD, "#sk": ATTR_SK},
-            "ExpressionAttributeValues": {
-                ":shard": {"S": self.shard},
-                ":boundary": {"S": self.sweep.result.boundary_sk},
-            },
-            "Limit": self.sweep.page_limit,
-        }
-        if self.start_key is not None:
-            request["ExclusiveStartKey"] = self.start_key
-        response = self.sweep.query(request)
-        self.keys, self.index = _keys_of(response), 0
-        last = response.get("LastEvaluatedKey")
-        self.start_key = last if isinstance(last, dict) and last else None
-        self.exhausted = self.start_key is None
-
-
-def _keys_of(response: Mapping[str, Any]) -> list[AttributeMap]:
-    keys: list[AttributeMap] = []
-    for item in response.get("Items") or []:
-        pk, sk = item.get(ATTR_PK), item.get(ATTR_SK)
-        if isinstance(pk, dict) and isinstance(sk, dict):
-            keys.append({ATTR_PK: pk, ATTR_SK: sk})
-    return keys
-
-
-def _sk(key: Mapping[str, Any]) -> str:
-    value = key.get(ATTR_SK, {}).get("S")
-    return value if isinstance(value, str) else ""
-
-
-def _key_id(key: Mapping[str, Any]) -> str:
-    return json.dumps([key.get(ATTR_PK), key.get(ATTR_SK)], sort_keys=True)
 
 
 class _Sweep:
@@ -321,46 +219,40 @@ class _Sweep:
 
     def _oldest_young_key(self, shard: str) -> AttributeMap | None:
         """The oldest key of a shard with nothing older than min age (for the age metric)."""
-        response = self.query(
-            {
-                "KeyConditionExpression": "#shard = :shard",
-                "ExpressionAttributeNames": {"#shard": ATTR_PENDING_SHARD},
-                "ExpressionAttributeValues": {":shard": {"S": shard}},
-                "Limit": 1,
-            }
-        )
-        keys = _keys_of(response)
-        return keys[0] if keys else None
+        return ShardCursor(self.query, shard, page_limit=1).peek()
 
     def out_of_time(self) -> bool:
         return self.time_left is not None and self.time_left() < self.time_reserve_seconds
 
     def pending_keys(self) -> list[AttributeMap]:
         """Old pending keys, oldest first across shards, at most ``max_items``."""
-        cursors = [_ShardCursor(self, shard) for shard in self.shards]
-        heads: list[tuple[str, int]] = []
+        cursors = [
+            ShardCursor(
+                self.query,
+                shard,
+                sort_key_condition="#sk < :boundary",
+                values={":boundary": {"S": self.result.boundary_sk}},
+                page_limit=self.page_limit,
+            )
+            for shard in self.shards
+        ]
         oldest: list[str] = []
-        for position, cursor in enumerate(cursors):
+        for cursor in cursors:
             head = cursor.peek()
+            if head is None:
+                head = self._oldest_young_key(cursor.shard)
             if head is not None:
-                heads.append((_sk(head), position))
-                oldest.append(_sk(head))
-            else:
-                young = self._oldest_young_key(cursor.shard)
-                if young is not None:
-                    oldest.append(_sk(young))
+                oldest.append(sort_key(head))
         self._record_oldest(oldest)
-        heapq.heapify(heads)
+        merged = OldestFirst(cursors)
         keys: list[AttributeMap] = []
         more = False
-        while heads:
+        while merged.peek() is not None:
             if self.out_of_time():
                 self.result.stopped_by, more = "time", True
                 break
-            _, position = heapq.heappop(heads)
-            cursor = cursors[position]
-            key = cursor.pop()
-            if _sk(key).startswith(OUTBOX_SK_PREFIX):
+            key = merged.pop()
+            if sort_key(key).startswith(OUTBOX_SK_PREFIX):
                 keys.append(key)
             else:  # a non-outbox item carrying the shard attribute: never ours to publish
                 self.result.foreign_keys += 1
@@ -370,62 +262,48 @@ class _Sweep:
                 )
             if len(keys) >= self.max_items:
                 # No peek: it could read a page this run would not use.
-                more = bool(heads) or cursor.has_more()
+                more = merged.has_more()
                 self.result.stopped_by = "max_items" if more else None
                 break
-            head = cursor.peek()
-            if head is not None:
-                heapq.heappush(heads, (_sk(head), position))
         self.result.more_pending = more
         self.result.pending_items = len(keys)
         return keys
 
     def _record_oldest(self, sort_keys: Sequence[str]) -> None:
-        for sort_key in sorted(sk for sk in sort_keys if sk.startswith(OUTBOX_SK_PREFIX)):
-            made = ulid_time(sort_key)
+        for sk in sorted(text for text in sort_keys if text.startswith(OUTBOX_SK_PREFIX)):
+            made = ulid_time(sk)
             if made is None:
-                logger.warning("pending outbox key is not a ULID", extra={"sk": sort_key})
+                logger.warning("pending outbox key is not a ULID", extra={"sk": sk})
                 continue
-            self.result.oldest_pending_sk = sort_key
+            self.result.oldest_pending_sk = sk
             self.result.oldest_pending_age_seconds = max(0.0, (self.now - made).total_seconds())
             return
 
     def fetch(self, keys: Sequence[AttributeMap]) -> list[AttributeMap]:
         """The items of ``keys`` that are still pending, in the order of ``keys``."""
-        found: dict[str, AttributeMap] = {}
-        request: dict[str, Any] = {"Keys": list(keys), "ConsistentRead": True}
-        unread: list[AttributeMap] = []
-        retries = 0
-        while True:
-            self.result.batch_get_calls += 1
-            response = self.dynamodb.batch_get_item(RequestItems={self.table_name: request})
-            for item in (response.get("Responses") or {}).get(self.table_name) or []:
-                found[_key_id(item)] = item
-            unprocessed = (response.get("UnprocessedKeys") or {}).get(self.table_name) or {}
-            unread = list(unprocessed.get("Keys") or [])
-            if not unread:
-                break
-            if retries >= self.read_retries or self.out_of_time():
-                logger.warning(
-                    "keys left unread; the next run picks them up", extra={"count": len(unread)}
-                )
-                break
-            retries += 1
-            self.sleep(
-                min(READ_BACKOFF_MAX_SECONDS, READ_BACKOFF_BASE_SECONDS * 2 ** (retries - 1))
+        read = read_back(
+            self.dynamodb,
+            self.table_name,
+            keys,
+            retries=self.read_retries,
+            sleep=self.sleep,
+            may_retry=lambda: not self.out_of_time(),
+        )
+        self.result.batch_get_calls += read.calls
+        if read.unread:
+            logger.warning(
+                "keys left unread; the next run picks them up", extra={"count": len(read.unread)}
             )
-            request = {**unprocessed, "ConsistentRead": True}
-        unread_ids = {_key_id(key) for key in unread}
-        self.result.fetched += len(found)
+        unread_ids = {key_id(key) for key in read.unread}
+        self.result.fetched += len(read.items)
         self.result.unfetched += len(unread_ids)
         self.result.more_pending = self.result.more_pending or bool(unread_ids)
         items: list[AttributeMap] = []
         for key in keys:
-            key_id = _key_id(key)
-            if key_id in unread_ids:
+            if key_id(key) in unread_ids:
                 continue
-            item = found.get(key_id)
-            if item is None or not _still_pending(item):
+            item = read.items.get(key_id(key))
+            if item is None or not is_pending(item):
                 # Published and deleted, or quarantined, since the index was read.
                 self.result.not_pending += 1
                 continue
@@ -450,7 +328,7 @@ class _Sweep:
                         key={ATTR_PK: item[ATTR_PK], ATTR_SK: item[ATTR_SK]},
                         item=item,
                         position=position,
-                        checkpoint=_sk(item),
+                        checkpoint=sort_key(item),
                     )
                 )
                 position += 1
@@ -479,12 +357,6 @@ class _Sweep:
                 break
         publish.records = position
         return self.result
-
-
-def _still_pending(item: Mapping[str, Any]) -> bool:
-    """Pending and in the index: a quarantined item is never re-published."""
-    status = item.get(ATTR_STATUS, {}).get("S")
-    return status == STATUS_PENDING and ATTR_PENDING_SHARD in item
 
 
 def _utc_now() -> datetime:

@@ -13,6 +13,7 @@ from dynamodb_outbox import reference_consumer
 from dynamodb_outbox.consumer import OutboxConsumer
 from dynamodb_outbox.ledger import ledger_key, read_ledger, record_processed
 from dynamodb_outbox.log_keys import key_digest
+from dynamodb_outbox.settings import ConfigurationError
 from tests.factories import make_envelope
 from tests.functional.consumer_fixtures import (
     FIFO_QUEUE_ARN,
@@ -138,7 +139,21 @@ def test_reference_consumer_without_its_table_fails_the_whole_batch(
 
     # WHEN a batch arrives
     # THEN the handler raises (messages stay queued) instead of reporting success
-    with pytest.raises(RuntimeError, match="OUTBOX_IDEMPOTENCY_TABLE"):
+    with pytest.raises(ConfigurationError, match="OUTBOX_IDEMPOTENCY_TABLE"):
+        invoke([sqs_record(eventbridge_body(make_envelope()))])
+
+
+@pytest.mark.parametrize("value", ["a week", "0", "-5"])
+def test_reference_consumer_with_a_bad_expiry_names_the_variable(
+    deployed: Any, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # GIVEN an expiry that is not a positive number of seconds
+    monkeypatch.setenv("OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS", value)
+
+    # WHEN a batch arrives
+    # THEN the whole batch fails with a message naming the variable and the value
+    expected = f"OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS.*{value}"
+    with pytest.raises(ConfigurationError, match=expected):
         invoke([sqs_record(eventbridge_body(make_envelope()))])
 
 

@@ -25,7 +25,8 @@ from dynamodb_outbox.envelope import (
     outbox_item,
 )
 from dynamodb_outbox.event_ids import event_id_at
-from dynamodb_outbox.publisher import PublishResult, publish_stream_batch
+from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishResult
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter

@@ -15,7 +15,9 @@ from botocore.exceptions import EndpointConnectionError
 
 from dynamodb_outbox import publisher
 from dynamodb_outbox.envelope import ATTR_ENVELOPE
-from dynamodb_outbox.publisher import PublishResult, publish_stream_batch
+from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishResult
+from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.sinks import SNS_MAX_REQUEST_BYTES, SnsSink, sns_entry_size
 from tests.factories import outbox_stream_record, sequence_numbers, stream_event
 from tests.functional.outbox_helpers import (
@@ -381,7 +383,7 @@ def test_handler_with_sns_selected_but_no_topic_fails_naming_the_variable(
     publisher.default_runtime.cache_clear()
     outbox = write_outbox(outbox_table, 1)
 
-    with pytest.raises(publisher.ConfigurationError, match="OUTBOX_TOPIC_ARN"):
+    with pytest.raises(ConfigurationError, match="OUTBOX_TOPIC_ARN"):
         publisher.handler(stream_event(outbox.records), FakeLambdaContext())
 
     assert outbox_sort_keys(outbox_table) == {outbox.sk(0)}

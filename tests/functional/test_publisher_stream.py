@@ -27,12 +27,8 @@ from dynamodb_outbox.envelope import (
     outbox_item,
 )
 from dynamodb_outbox.log_keys import key_digest
-from dynamodb_outbox.publisher import (
-    MissingSequenceNumber,
-    PublishResult,
-    RetryPolicy,
-    publish_stream_batch,
-)
+from dynamodb_outbox.publisher import MissingSequenceNumber, publish_stream_batch
+from dynamodb_outbox.publishing import PublishResult, RetryPolicy
 from dynamodb_outbox.sinks import PUT_EVENTS_MAX_REQUEST_BYTES, EventBridgeSink
 from tests.factories import (
     REGION,

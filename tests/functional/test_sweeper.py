@@ -25,7 +25,8 @@ from dynamodb_outbox.envelope import (
     pending_shard,
 )
 from dynamodb_outbox.log_keys import key_digest
-from dynamodb_outbox.publisher import PublishResult, publish_stream_batch
+from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishResult
 from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.sinks import EntryResult, EventBridgeSink, OutboundEvent, Sink, SnsSink
 from dynamodb_outbox.sweeper import SweepResult, sweep

@@ -22,7 +22,8 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
 from dynamodb_outbox.consumer import MalformedBatch, process_sqs_batch
 from dynamodb_outbox.envelope import ATTR_ENVELOPE, Envelope, outbox_item
-from dynamodb_outbox.publisher import MissingSequenceNumber, PublishResult, publish_stream_batch
+from dynamodb_outbox.publisher import MissingSequenceNumber, publish_stream_batch
+from dynamodb_outbox.publishing import PublishResult
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.writer import (
     MAX_TRANSACTION_ACTIONS,

@@ -14,10 +14,10 @@ from aws_lambda_powertools import Metrics
 from dynamodb_outbox import publisher
 from dynamodb_outbox.publisher import (
     MissingSequenceNumber,
-    PublishResult,
     publish_stream_batch,
     record_metrics,
 )
+from dynamodb_outbox.publishing import PublishResult
 from dynamodb_outbox.sinks import (
     POISON_PUT_EVENTS_CODES,
     PUT_EVENTS_MAX_ENTRIES,

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dynamodb_outbox.publisher import PublishResult, RetryPolicy, publish_stream_batch
+from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishResult, RetryPolicy
 from dynamodb_outbox.sinks import EventBridgeSink
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 

@@ -6,11 +6,8 @@ from typing import Any
 
 import pytest
 
-from dynamodb_outbox.publisher import (
-    ConfigurationError,
-    publish_stream_batch,
-    sink_from_environment,
-)
+from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.settings import ConfigurationError, sink_from_environment
 from dynamodb_outbox.sinks import (
     SNS_MAX_ENTRIES,
     SNS_MAX_REQUEST_BYTES,

@@ -9,17 +9,19 @@ import pytest
 from ulid import ULID
 
 from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, pending_shard
-from dynamodb_outbox.publisher import ConfigurationError
+from dynamodb_outbox.pending_index import (
+    DEFAULT_PENDING_INDEX,
+    pending_boundary_sk,
+    shard_keys,
+    ulid_time,
+)
+from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.sinks import EventBridgeSink, SnsSink
 from dynamodb_outbox.sweeper import (
     DEFAULT_MAX_ITEMS,
     DEFAULT_MIN_AGE_SECONDS,
-    DEFAULT_PENDING_INDEX,
-    pending_boundary_sk,
     runtime_from_environment,
-    shard_keys,
     sweep,
-    ulid_time,
 )
 
 MOMENT = datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dynamodb_outbox.envelope import Envelope, outbox_item
-from dynamodb_outbox.publisher import OutboxCandidate, _plan, _Poison, _Publish
+from dynamodb_outbox.publishing import OutboxCandidate, _plan, _Poison, _Publish
 from dynamodb_outbox.sinks import (
     PUT_EVENTS_MAX_REQUEST_BYTES,
     SNS_ATTRIBUTE_OVERHEAD_BYTES,

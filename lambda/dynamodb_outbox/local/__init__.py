@@ -8,8 +8,8 @@ tested on one machine against the semantics in ``AWS-SEMANTICS.md``. Time is a
 :class:`VirtualClock`: tests cross windows and timeouts with ``advance``, never
 with sleeps.
 
-This subpackage is test tooling: it imports moto and is left out of the Lambda
-deployment package.
+This subpackage is test tooling: it imports moto (``pip install
+dynamodb-outbox[local]``) and is left out of the Lambda deployment package.
 
 Typical use::
 
@@ -23,6 +23,15 @@ Typical use::
     )
     publisher.drain()
 """
+
+try:
+    import moto  # noqa: F401 - checked first, so that its absence says what to install
+except ImportError as missing:
+    raise ImportError(
+        "dynamodb_outbox.local runs on moto, which is not installed: "
+        "pip install dynamodb-outbox[local]",
+        name=missing.name,
+    ) from missing
 
 from .clock import VirtualClock
 from .concurrency import InterleavingDeadlock

@@ -22,10 +22,9 @@ from typing import IO, Any, NoReturn
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS
 from dynamodb_outbox.ops import pending, redrive, release, replay
 from dynamodb_outbox.ops.common import (
-    DEFAULT_PENDING_INDEX,
-    DEFAULT_PENDING_SHARDS,
     EXIT_AWS_ERROR,
     EXIT_BAD_INPUT,
     ClientFactory,
@@ -36,12 +35,16 @@ from dynamodb_outbox.ops.common import (
     explain,
     utc_now,
 )
-from dynamodb_outbox.settings import ConfigurationError, integer_env
+from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX, MAX_PENDING_SHARDS
+from dynamodb_outbox.settings import (
+    ENV_PENDING_INDEX,
+    ENV_PENDING_SHARDS,
+    ENV_TABLE_NAME,
+    ConfigurationError,
+    integer_env,
+)
 
 PROG = "outbox-ops"
-ENV_TABLE_NAME = "OUTBOX_TABLE_NAME"
-ENV_PENDING_INDEX = "OUTBOX_PENDING_INDEX"
-ENV_PENDING_SHARDS = "OUTBOX_PENDING_SHARDS"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,7 +55,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _pending_shards_from_environment() -> int:
-    return integer_env(os.environ, ENV_PENDING_SHARDS, DEFAULT_PENDING_SHARDS, 1, 100)
+    return integer_env(
+        os.environ, ENV_PENDING_SHARDS, DEFAULT_PENDING_SHARDS, 1, MAX_PENDING_SHARDS
+    )
 
 
 def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:

@@ -1,7 +1,7 @@
 """What the ``outbox-ops`` commands share: clients, errors, keys, index reads, publishing.
 
 Only boto3/botocore, the standard library and the light ``envelope`` module are
-imported here. The publisher (and Powertools with it) is imported on first use
+imported here. The publishing core (and Powertools with it) is imported on first use
 by the commands that publish, so ``outbox-ops --help`` and the read-only
 commands stay fast and the module is harmless in the Lambda zip.
 """
@@ -9,11 +9,9 @@ commands stay fast and the module is harmless in the Lambda zip.
 from __future__ import annotations
 
 import contextlib
-import heapq
 import logging
 import re
 import sys
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,14 +23,23 @@ from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
     ATTR_PK,
     ATTR_SK,
-    ATTR_STATUS,
     OUTBOX_SK_PREFIX,
-    STATUS_PENDING,
 )
-from dynamodb_outbox.event_ids import event_id_at, event_id_datetime, event_id_milliseconds
+from dynamodb_outbox.event_ids import event_id_milliseconds
+from dynamodb_outbox.pending_index import (
+    BATCH_GET_MAX_KEYS,
+    DEFAULT_READ_RETRIES,
+    OldestFirst,
+    ShardCursor,
+    key_id,
+    read_back,
+    shard_keys,
+    sort_key,
+    ulid_time,
+)
 
 if TYPE_CHECKING:
-    from dynamodb_outbox.publisher import PublishResult
+    from dynamodb_outbox.publishing import PublishResult
     from dynamodb_outbox.sinks import Sink
 
 AttributeMap = dict[str, dict[str, Any]]
@@ -45,11 +52,6 @@ EXIT_AWS_ERROR: Final = 1
 EXIT_BAD_INPUT: Final = 2
 #: The command ran but left work undone (a retryable publish failure...): re-run it.
 EXIT_INCOMPLETE: Final = 3
-
-DEFAULT_PENDING_INDEX: Final = "outbox-pending"
-DEFAULT_PENDING_SHARDS: Final = 8
-BATCH_GET_MAX_KEYS: Final = 100
-BATCH_GET_RETRIES: Final = 5
 
 _SQS_ARN: Final = re.compile(
     r"arn:(aws[a-z-]*):sqs:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,80}(\.fifo)?)"
@@ -241,13 +243,6 @@ def event_id_of(sort_key: str) -> str:
     return sort_key[len(OUTBOX_SK_PREFIX) :] if sort_key.startswith(OUTBOX_SK_PREFIX) else ""
 
 
-def ulid_time(sort_key: str) -> datetime | None:
-    try:
-        return event_id_datetime(event_id_of(sort_key))
-    except ValueError:
-        return None
-
-
 def age_seconds(sort_key: str, now: datetime) -> float | None:
     made = ulid_time(sort_key)
     return None if made is None else max(0.0, (now - made).total_seconds())
@@ -269,13 +264,6 @@ def format_age(seconds: float | None) -> str:
     return f"{secs}s"
 
 
-def boundary_sk(moment: datetime, *, upper: bool = False) -> str:
-    """The lowest (or highest) outbox sort key of ``moment``'s millisecond."""
-    milliseconds = max(0, int(moment.timestamp() * 1000))
-    randomness = b"\xff" * 10 if upper else bytes(10)
-    return OUTBOX_SK_PREFIX + event_id_at(milliseconds, randomness)
-
-
 def check_event_id(event_id: str) -> str:
     try:
         event_id_milliseconds(event_id)
@@ -294,23 +282,11 @@ def key_of(item: Mapping[str, Any]) -> AttributeMap:
     return {ATTR_PK: dict(item[ATTR_PK]), ATTR_SK: dict(item[ATTR_SK])}
 
 
-def key_id(key: Mapping[str, Any]) -> tuple[str, str]:
-    return (repr(key.get(ATTR_PK)), repr(key.get(ATTR_SK)))
-
-
-def is_pending(item: Mapping[str, Any]) -> bool:
-    return s(item, ATTR_STATUS) == STATUS_PENDING and ATTR_PENDING_SHARD in item
-
-
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
 # -------------------------------------------------------------------------- reads
-
-
-def shard_keys(shards: int) -> list[str]:
-    return [f"{n:02d}" for n in range(shards)]
 
 
 def query_pages(client: Any, **request: Any) -> Iterator[Mapping[str, Any]]:
@@ -333,39 +309,34 @@ def pending_index_keys(
     """Pending outbox keys from the sparse index, oldest first across shards.
 
     ``low_sk``/``high_sk`` bound the sort key (inclusive); ``limit`` caps the
-    keys returned (each shard is read no further than that).
+    keys returned (and the size of each page read).
     """
     client = ctx.client("dynamodb")
-    names = {"#shard": ATTR_PENDING_SHARD}
-    condition = "#shard = :shard"
+
+    def query(request: dict[str, Any]) -> Mapping[str, Any]:
+        response: Mapping[str, Any] = client.query(
+            TableName=ctx.table, IndexName=ctx.pending_index, ScanIndexForward=True, **request
+        )
+        return response
+
+    condition: str | None = None
     values: dict[str, Any] = {}
     if low_sk is not None or high_sk is not None:
-        names["#sk"] = ATTR_SK
-        condition += " AND #sk BETWEEN :low AND :high"
+        condition = "#sk BETWEEN :low AND :high"
         values[":low"] = {"S": low_sk or OUTBOX_SK_PREFIX}
         values[":high"] = {"S": high_sk or OUTBOX_SK_PREFIX + "\U0010ffff"}
-    per_shard: list[list[AttributeMap]] = []
-    for shard in shard_keys(ctx.pending_shards):
-        request: dict[str, Any] = {
-            "TableName": ctx.table,
-            "IndexName": ctx.pending_index,
-            "KeyConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": {**values, ":shard": {"S": shard}},
-            "ScanIndexForward": True,
-        }
-        if limit is not None:
-            request["Limit"] = limit
-        keys: list[AttributeMap] = []
-        for page in query_pages(client, **request):
-            for item in page.get("Items") or []:
-                if s(item, ATTR_SK).startswith(OUTBOX_SK_PREFIX):
-                    keys.append(key_of(item))
-            if limit is not None and len(keys) >= limit:
-                break
-        per_shard.append(keys)
-    merged = list(heapq.merge(*per_shard, key=lambda key: s(key, ATTR_SK)))
-    return merged if limit is None else merged[:limit]
+    merged = OldestFirst(
+        [
+            ShardCursor(query, shard, sort_key_condition=condition, values=values, page_limit=limit)
+            for shard in shard_keys(ctx.pending_shards)
+        ]
+    )
+    keys: list[AttributeMap] = []
+    while merged.peek() is not None and (limit is None or len(keys) < limit):
+        key = merged.pop()
+        if sort_key(key).startswith(OUTBOX_SK_PREFIX):
+            keys.append(key)
+    return keys
 
 
 def count_pending(ctx: Context) -> int:
@@ -390,37 +361,25 @@ def batch_get(
     keys: Sequence[AttributeMap],
     *,
     consistent: bool = True,
-    sleep: Callable[[float], None] | None = None,
 ) -> list[AttributeMap]:
     """The items of ``keys`` that exist, in the order of ``keys`` (duplicates dropped)."""
-    pause = sleep or time.sleep
     client = ctx.client("dynamodb")
-    found: dict[tuple[str, str], AttributeMap] = {}
-    unique: dict[tuple[str, str], AttributeMap] = {}
+    found: dict[str, AttributeMap] = {}
+    unique: dict[str, AttributeMap] = {}
     for key in keys:
         unique.setdefault(key_id(key), key)
     ordered = list(unique.values())
     for start in range(0, len(ordered), BATCH_GET_MAX_KEYS):
-        request: dict[str, Any] = {
-            "Keys": ordered[start : start + BATCH_GET_MAX_KEYS],
-            "ConsistentRead": consistent,
-        }
-        for attempt in range(BATCH_GET_RETRIES + 1):
-            response = client.batch_get_item(RequestItems={ctx.table: request})
-            for item in (response.get("Responses") or {}).get(ctx.table) or []:
-                found[key_id(item)] = item
-            unprocessed = (response.get("UnprocessedKeys") or {}).get(ctx.table)
-            if not unprocessed or not unprocessed.get("Keys"):
-                break
-            if attempt == BATCH_GET_RETRIES:
-                raise OpsError(
-                    f"DynamoDB left {len(unprocessed['Keys'])} keys unread after "
-                    f"{BATCH_GET_RETRIES} retries (throttled?); nothing was done with them, "
-                    "re-run",
-                    EXIT_INCOMPLETE,
-                )
-            pause(min(1.0, 0.05 * 2**attempt))
-            request = {**unprocessed, "ConsistentRead": consistent}
+        chunk = ordered[start : start + BATCH_GET_MAX_KEYS]
+        read = read_back(client, ctx.table, chunk, consistent=consistent)
+        if read.unread:
+            raise OpsError(
+                f"DynamoDB left {len(read.unread)} keys unread after "
+                f"{DEFAULT_READ_RETRIES} retries (throttled?); nothing was done with them, "
+                "re-run",
+                EXIT_INCOMPLETE,
+            )
+        found.update(read.items)
     return [found[key_id(key)] for key in ordered if key_id(key) in found]
 
 
@@ -429,7 +388,7 @@ def batch_get(
 
 def make_sink(ctx: Context, bus_name: str | None, topic_arn: str | None) -> Sink:
     """The sink the flags name; without flags, the publisher's environment variables."""
-    from dynamodb_outbox.publisher import ConfigurationError, sink_from_environment
+    from dynamodb_outbox.settings import ConfigurationError, sink_from_environment
     from dynamodb_outbox.sinks import EventBridgeSink, SnsSink
 
     try:
@@ -447,9 +406,9 @@ def make_sink(ctx: Context, bus_name: str | None, topic_arn: str | None) -> Sink
 @contextlib.contextmanager
 def publisher_logs_to_stderr() -> Iterator[None]:
     """The publisher logs JSON to stdout (Lambda's log stream); here stdout is the report."""
-    from dynamodb_outbox import publisher
+    from dynamodb_outbox import publishing
 
-    handler = publisher.logger.registered_handler
+    handler = publishing.logger.registered_handler
     if not isinstance(handler, logging.StreamHandler):
         yield
         return
@@ -466,7 +425,7 @@ def publish_items(
     ctx: Context, items: Sequence[AttributeMap], sink: Sink
 ) -> tuple[PublishResult, list[str]]:
     """Publish pending ``items`` through the publisher's core; also the event ids left pending."""
-    from dynamodb_outbox.publisher import OutboxCandidate, publish_outbox_items
+    from dynamodb_outbox.publishing import OutboxCandidate, publish_outbox_items
 
     candidates = [
         OutboxCandidate(key=key_of(item), item=item, position=position, checkpoint=s(item, ATTR_SK))

@@ -26,11 +26,11 @@ from dynamodb_outbox.ops.common import (
     count_pending,
     event_id_of,
     format_age,
-    is_pending,
     pending_index_keys,
     query_pages,
     s,
 )
+from dynamodb_outbox.pending_index import is_pending
 
 DEFAULT_LIMIT: Final = 50
 

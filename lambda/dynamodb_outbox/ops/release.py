@@ -29,7 +29,6 @@ from dynamodb_outbox.ops.common import (
     check_event_id,
     error_code,
     event_id_of,
-    is_pending,
     key_of,
     make_sink,
     publish_items,
@@ -37,6 +36,7 @@ from dynamodb_outbox.ops.common import (
     s,
 )
 from dynamodb_outbox.ops.pending import PROJECTION_NAMES, QUARANTINE_PROJECTION, query_collection
+from dynamodb_outbox.pending_index import is_pending
 
 HELP: Final = "re-queue quarantined items (after a fix) for the sweeper, or publish them now"
 

@@ -27,14 +27,11 @@ from dynamodb_outbox.ops.common import (
     Report,
     bad_input,
     batch_get,
-    boundary_sk,
     check_queue_url,
     check_topic_arn,
     error_code,
     event_id_of,
     explain,
-    is_pending,
-    key_id,
     key_of,
     make_sink,
     pending_index_keys,
@@ -43,6 +40,7 @@ from dynamodb_outbox.ops.common import (
     s,
     stream_table,
 )
+from dynamodb_outbox.pending_index import is_pending, key_id, pending_boundary_sk
 
 HELP: Final = "re-publish the outbox items of stream batches sent to the on-failure queue"
 
@@ -215,8 +213,8 @@ def outbox_keys(records: list[Mapping[str, Any]]) -> list[AttributeMap]:
 def window_keys(ctx: Context, batch: BatchInfo) -> list[AttributeMap] | None:
     if batch.first_arrival is None or batch.last_arrival is None:
         return None
-    low = boundary_sk(batch.first_arrival - WINDOW_BEFORE)
-    high = boundary_sk(batch.last_arrival + WINDOW_AFTER, upper=True)
+    low = pending_boundary_sk(batch.first_arrival - WINDOW_BEFORE)
+    high = pending_boundary_sk(batch.last_arrival + WINDOW_AFTER, upper=True)
     return pending_index_keys(ctx, low_sk=low, high_sk=high)
 
 
