@@ -28,7 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from botocore.exceptions import ClientError
+from boto3.dynamodb.types import Binary, TypeDeserializer
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 __all__ = [
     "CancellationReason",
@@ -47,12 +49,30 @@ __all__ = [
     "TransactionInProgress",
     "TransactionTooLarge",
     "UnpublishableEvent",
+    "is_retryable",
     "translate_client_error",
 ]
 
 _RETRYABLE_CODES: Final = frozenset(
     {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 )
+"""Cancellation reasons that a later attempt may not meet (AWS's list in
+``TransactionCanceledException``); ``ConditionalCheckFailed``,
+``ItemCollectionSizeLimitExceeded`` and ``ValidationError`` would fail again."""
+
+_RETRYABLE_REQUEST_ERRORS: Final = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+    }
+)
+"""Error codes of a whole ``TransactWriteItems`` request that AWS says to retry
+with backoff (throttling, server errors); botocore's own retries have already
+been spent when one reaches the caller (DynamoDB Developer Guide, "Error
+handling with DynamoDB": "OK to retry? Yes")."""
 
 Role = Literal["entity", "event", "extra"]
 """Which part of a write an action is: the entity Put, an outbox Put, or a caller's action."""
@@ -134,6 +154,12 @@ class CancellationReason:
     ``code`` is ``None`` for an action that did not cause the cancellation (AWS
     reports the string ``"None"`` for them). ``role`` says which part of the
     write the action was: ``"entity"``, ``"event"`` or ``"extra"``.
+
+    ``item`` is the item as it was when the action's condition failed, when the
+    condition asked for it (``Condition(..., return_old_item=True)``), in plain
+    Python as boto3's ``Table`` resource reads it: numbers as ``Decimal``
+    (exact; a payload takes them as they are), binary as ``bytes``, sets as
+    ``set``.
     """
 
     index: int
@@ -238,10 +264,67 @@ def _cancelled(
             role=action.role,
             code=None if reason.get("Code") in (None, "None") else str(reason["Code"]),
             message=reason.get("Message"),
-            item=reason.get("Item"),
+            item=_plain_item(reason.get("Item")),
         )
         for index, (action, reason) in enumerate(zip(actions, raw, strict=True))
     ]
     failures = [reason.describe() for reason in reasons if reason.failed]
     detail = "; ".join(failures) if failures else f"no action named as the cause: {aws_message}"
     return TransactionCancelled(f"transaction cancelled: {detail}", reasons)
+
+
+_DESERIALIZER: Final = TypeDeserializer()
+
+
+def _plain_item(item: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if item is None:
+        return None
+    return {name: _plain(_DESERIALIZER.deserialize(value)) for name, value in item.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Binary):
+        return bytes(value.value)  # type: ignore[attr-defined]  # boto3-stubs omit Binary.value
+    if isinstance(value, dict):
+        return {key: _plain(element) for key, element in value.items()}
+    if isinstance(value, list):
+        return [_plain(element) for element in value]
+    if isinstance(value, set):
+        return {_plain(element) for element in value}
+    return value
+
+
+# ------------------------------------------------------------------ retry decision
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether the same write, sent again later, may succeed: the one test a caller needs.
+
+    True for a transaction cancelled only by conflicts or throttling
+    (:attr:`TransactionCancelled.retryable`), a request with the same token
+    still in progress (:class:`TransactionInProgress`), a request throttled or
+    failed by the server as a whole (``ProvisionedThroughputExceededException``,
+    ``ThrottlingException``, ``RequestLimitExceeded``, ``InternalServerError``,
+    ``ServiceUnavailable``, any HTTP 5xx) and a connection that failed or timed
+    out. False for everything else: a condition not met, a write refused before
+    calling AWS, a token reused for another request, access denied, a missing
+    table, and exceptions that are not the writer's or AWS's.
+
+    Retry with backoff, the same envelopes and the same ``client_request_token``:
+    after a timeout the first attempt may have committed, and only the same
+    request is recognised (within 10 minutes by the token, later by the outbox
+    item's ``attribute_not_exists`` condition).
+    """
+    if isinstance(exc, TransactionCancelled):
+        return exc.retryable
+    if isinstance(exc, TransactionInProgress):
+        return True
+    if isinstance(exc, OutboxWriteError):
+        return False
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return code in _RETRYABLE_REQUEST_ERRORS or (
+            isinstance(status, int) and 500 <= status <= 599
+        )
+    return isinstance(exc, BotocoreConnectionError | HTTPClientError)

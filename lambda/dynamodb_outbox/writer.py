@@ -71,6 +71,7 @@ from dynamodb_outbox.write_errors import (
     TransactionInProgress,
     TransactionTooLarge,
     UnpublishableEvent,
+    is_retryable,
     translate_client_error,
 )
 
@@ -108,6 +109,7 @@ __all__ = [
     "attribute_value_size",
     "condition_check_action",
     "delete_action",
+    "is_retryable",
     "item_size",
     "put_action",
     "serialize_item",
@@ -136,6 +138,7 @@ finds pending events by the time in their id (``SK < OUTBOX#<ULID of now - min
 age>``): an id far ahead would hide its event from the sweeper until then."""
 
 _ACTION_KINDS: Final = ("ConditionCheck", "Put", "Delete", "Update")
+_RETURN_OLD: Final = "ReturnValuesOnConditionCheckFailure"
 
 # -------------------------------------------------------------- conditions, actions
 
@@ -155,16 +158,29 @@ class Condition:
 
     ``values`` hold plain Python values (``str``, ``int``, ``Decimal``, ``float``,
     ``bytes``, ``dict``...); they are converted like entity attributes.
+
+    ``return_old_item=True`` asks DynamoDB for the item as it was when the
+    condition failed (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): it comes
+    back in plain Python on the action's :class:`CancellationReason` ``item``,
+    so "already paid" can answer with the current state without a second read
+    (which could see a newer state than the one that failed the condition).
     """
 
     expression: str
     names: Mapping[str, str] | None = None
     values: Mapping[str, Any] | None = None
+    return_old_item: bool = False
 
     @classmethod
-    def item_absent(cls, key_attribute: str = ATTR_PK) -> Condition:
+    def item_absent(
+        cls, key_attribute: str = ATTR_PK, *, return_old_item: bool = False
+    ) -> Condition:
         """Create-only: the write fails if an item with this key already exists."""
-        return cls("attribute_not_exists(#absent_key)", {"#absent_key": key_attribute})
+        return cls(
+            "attribute_not_exists(#absent_key)",
+            {"#absent_key": key_attribute},
+            return_old_item=return_old_item,
+        )
 
     @classmethod
     def item_exists(cls, key_attribute: str = ATTR_PK) -> Condition:
@@ -183,6 +199,8 @@ class Condition:
                 placeholder: _serialize(value, f"condition value {placeholder}")
                 for placeholder, value in self.values.items()
             }
+        if self.return_old_item:
+            request[_RETURN_OLD] = "ALL_OLD"
         return request
 
 
@@ -214,6 +232,8 @@ def update_action(
     if condition is not None:
         cond = condition.to_request()
         body["ConditionExpression"] = cond["ConditionExpression"]
+        if _RETURN_OLD in cond:
+            body[_RETURN_OLD] = cond[_RETURN_OLD]
         _merge_placeholders(merged_names, cond.get("ExpressionAttributeNames", {}))
         _merge_placeholders(merged_values, cond.get("ExpressionAttributeValues", {}))
     if merged_names:
@@ -578,6 +598,37 @@ class OutboxWriter:
             pk, [entity_action], events, extra_actions, client_request_token, allow_no_events
         )
 
+    def update(
+        self,
+        key: Mapping[str, Any],
+        update_expression: str,
+        events: Envelope | Iterable[Envelope],
+        *,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+        condition: Condition | None = None,
+        extra_actions: Iterable[Mapping[str, Any]] = (),
+        client_request_token: str | None = None,
+    ) -> WriteResult:
+        """Update the entity at ``key`` and put one outbox item per event, all or nothing.
+
+        The counterpart of :meth:`write` for a change rather than a whole item:
+        ``key`` holds the entity's string ``PK`` and ``SK``, ``update_expression``
+        its ``UpdateExpression`` with ``names``/``values`` placeholders, shared
+        with ``condition`` (e.g. ``Condition("#status = :placed", ...)``; with
+        ``return_old_item=True`` the item that failed it comes back on the
+        :class:`CancellationReason`). The Update is action 0 with role
+        ``"entity"``, the events follow, then ``extra_actions``.
+
+        Raises like :meth:`write`.
+        """
+        pk, entity_action = self._entity_update_action(
+            key, update_expression, names, values, condition
+        )
+        return self._transact(
+            pk, [entity_action], events, extra_actions, client_request_token, False
+        )
+
     def write_events(
         self,
         pk: str,
@@ -641,19 +692,7 @@ class OutboxWriter:
     ) -> tuple[str, _Action]:
         if not isinstance(entity, Mapping):
             raise InvalidWrite(f"the entity must be a mapping, got {type(entity).__name__}")
-        for attribute in (ATTR_PK, ATTR_SK):
-            value = entity.get(attribute)
-            if not isinstance(value, str) or not value:
-                raise InvalidWrite(
-                    f"the entity needs a non-empty string {attribute} (the table's key), "
-                    f"got {value!r}"
-                )
-        pk, sk = entity[ATTR_PK], entity[ATTR_SK]
-        if sk.startswith(OUTBOX_SK_PREFIX):
-            raise InvalidWrite(
-                f"the entity's SK {sk!r} starts with {OUTBOX_SK_PREFIX!r}, which is reserved "
-                "for outbox items: the publisher would take the entity for an event"
-            )
+        pk = _checked_entity_key(entity)
         item = serialize_item(entity)
         body = {"TableName": self.table_name, "Item": item}
         if condition is not None:
@@ -665,6 +704,41 @@ class OutboxWriter:
             role="entity",
             identity=_identity(self.table_name, key),
             size=item_size(item),
+        )
+
+    def _entity_update_action(
+        self,
+        key: Mapping[str, Any],
+        update_expression: str,
+        names: Mapping[str, str] | None,
+        values: Mapping[str, Any] | None,
+        condition: Condition | None,
+    ) -> tuple[str, _Action]:
+        if not isinstance(key, Mapping) or set(key) != {ATTR_PK, ATTR_SK}:
+            raise InvalidWrite(
+                f"the key must be a mapping of exactly {ATTR_PK} and {ATTR_SK}, got {key!r:.120}"
+            )
+        pk = _checked_entity_key(key)
+        if not isinstance(update_expression, str) or not update_expression.strip():
+            raise InvalidWrite("an update needs a non-empty update_expression")
+        request = update_action(
+            key,
+            update_expression,
+            names=names,
+            values=values,
+            condition=condition,
+            table_name=self.table_name,
+        )
+        body = request["Update"]
+        values_size = sum(
+            attribute_value_size(v) for v in body.get("ExpressionAttributeValues", {}).values()
+        )
+        return pk, _Action(
+            request=dict(request),
+            label=f"Update entity {_describe_key(body['Key'])}",
+            role="entity",
+            identity=_identity(self.table_name, body["Key"]),
+            size=item_size(body["Key"]) + values_size,
         )
 
     def _event_action(self, pk: str, envelope: Envelope, index: int, position: int) -> _Action:
@@ -796,6 +870,22 @@ def _check_limits(actions: Sequence[_Action]) -> None:
             limit=MAX_TRANSACTION_BYTES,
             actual=total,
         )
+
+
+def _checked_entity_key(entity: Mapping[str, Any]) -> str:
+    """The entity's PK, once PK and SK are non-empty strings and SK is not an outbox key."""
+    for attribute in (ATTR_PK, ATTR_SK):
+        value = entity.get(attribute)
+        if not isinstance(value, str) or not value:
+            raise InvalidWrite(
+                f"the entity needs a non-empty string {attribute} (the table's key), got {value!r}"
+            )
+    if entity[ATTR_SK].startswith(OUTBOX_SK_PREFIX):
+        raise InvalidWrite(
+            f"the entity's SK {entity[ATTR_SK]!r} starts with {OUTBOX_SK_PREFIX!r}, which is "
+            "reserved for outbox items: the publisher would take the entity for an event"
+        )
+    return cast(str, entity[ATTR_PK])
 
 
 def _checked_event_id(event_id: Any) -> str:
