@@ -12,7 +12,7 @@ event" into a Lambda handler that:
   message returns to the queue, and after ``maxReceiveCount`` to the DLQ,
   while the rest of the batch is deleted;
 * never answers with an empty or null identifier: Lambda reads that as "the
-  whole batch failed" (AWS-SEMANTICS, "Partial batch responses"). A record that
+  whole batch failed" (docs/aws-semantics.md, "Partial batch responses"). A record that
   cannot be named is reported by raising instead, on purpose and loudly;
 * on FIFO queues stops at the first failure and returns it plus every later
   message, because processing past it would break the message-group order;
