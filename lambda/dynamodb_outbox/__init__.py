@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         WriteResult,
         condition_check_action,
         delete_action,
+        is_retryable,
         put_action,
         update_action,
     )
@@ -61,6 +62,7 @@ _EXPORTS: Final = {
     "WriteResult": "writer",
     "condition_check_action": "writer",
     "delete_action": "writer",
+    "is_retryable": "writer",
     "put_action": "writer",
     "update_action": "writer",
 }
@@ -83,6 +85,7 @@ __all__ = [
     "__version__",
     "condition_check_action",
     "delete_action",
+    "is_retryable",
     "new_event_id",
     "parse_body",
     "put_action",

@@ -12,7 +12,7 @@ event" into a Lambda handler that:
   message returns to the queue, and after ``maxReceiveCount`` to the DLQ,
   while the rest of the batch is deleted;
 * never answers with an empty or null identifier: Lambda reads that as "the
-  whole batch failed" (AWS-SEMANTICS, "Partial batch responses"). A record that
+  whole batch failed" (docs/aws-semantics.md, "Partial batch responses"). A record that
   cannot be named is reported by raising instead, on purpose and loudly;
 * on FIFO queues stops at the first failure and returns it plus every later
   message, because processing past it would break the message-group order;
@@ -59,7 +59,7 @@ import inspect
 import json
 import os
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
 
 from aws_lambda_powertools import Logger, Metrics
@@ -500,6 +500,43 @@ def _process_record(
         )
         return _Outcome.FAILED
 
+    # Every line logged for this record, the toolkit's and the function's own
+    # through the same Logger, carries the ids that join it to the producer's
+    # request. Thread-safe keys: concurrent batches each see their own record.
+    with _record_log_keys(log, correlation_id=envelope.correlation_id, trace_id=envelope.trace_id):
+        return _process_envelope(
+            message_id, receive_count, envelope, process_one, store, config, key_prefix, log
+        )
+
+
+@contextlib.contextmanager
+def _record_log_keys(log: Logger, **keys: str | None) -> Iterator[None]:
+    """``keys`` on every line ``log`` writes in this thread until the block ends.
+
+    A Logger that cannot hold keys (an orphaned child Logger raises) only loses
+    them: the record is still processed, never failed for its logging.
+    """
+    try:
+        log.thread_safe_append_keys(**keys)
+    except Exception:
+        yield
+        return
+    try:
+        yield
+    finally:
+        log.thread_safe_remove_keys(keys)
+
+
+def _process_envelope(
+    message_id: str,
+    receive_count: object,
+    envelope: Envelope,
+    process_one: Callable[[Envelope], object],
+    store: BasePersistenceLayer,
+    config: IdempotencyConfig,
+    key_prefix: str,
+    log: Logger,
+) -> _Outcome:
     fields = {
         "message_id": message_id,
         "event_id": envelope.id,

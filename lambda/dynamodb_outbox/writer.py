@@ -32,13 +32,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import math
-import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, DecimalException, InvalidOperation
-from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Final, TypedDict, cast
 
 import boto3
 from boto3.dynamodb.types import TypeSerializer
@@ -56,6 +55,25 @@ from dynamodb_outbox.envelope import (
 from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
+from dynamodb_outbox.write_errors import (
+    CancellationReason,
+    DuplicateItemInTransaction,
+    EventTooLarge,
+    IdempotentParameterMismatch,
+    InvalidWrite,
+    ItemTooLarge,
+    LimitExceeded,
+    NoEvents,
+    OutboxWriteError,
+    Role,
+    TooManyActions,
+    TransactionCancelled,
+    TransactionInProgress,
+    TransactionTooLarge,
+    UnpublishableEvent,
+    is_retryable,
+    translate_client_error,
+)
 
 if TYPE_CHECKING:
     # boto3-stubs[dynamodb] (dev only): a Table resource or an async client
@@ -91,6 +109,7 @@ __all__ = [
     "attribute_value_size",
     "condition_check_action",
     "delete_action",
+    "is_retryable",
     "item_size",
     "put_action",
     "serialize_item",
@@ -118,138 +137,8 @@ MAX_EVENT_ID_LEAD_SECONDS: Final = 300
 finds pending events by the time in their id (``SK < OUTBOX#<ULID of now - min
 age>``): an id far ahead would hide its event from the sweeper until then."""
 
-_RETRYABLE_CODES: Final = frozenset(
-    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
-)
 _ACTION_KINDS: Final = ("ConditionCheck", "Put", "Delete", "Update")
-
-Role = Literal["entity", "event", "extra"]
-"""Which part of a write an action is: the entity Put, an outbox Put, or a caller's action."""
-
-# ------------------------------------------------------------------------- errors
-
-
-class OutboxWriteError(Exception):
-    """Base of the writer's own errors, so callers can catch the writer as a whole.
-
-    AWS errors the writer cannot explain better (throttling, missing table,
-    access denied...) propagate unchanged as botocore ``ClientError``.
-    """
-
-
-class InvalidWrite(OutboxWriteError, ValueError):
-    """The write was refused before calling AWS; nothing was sent, nothing was written."""
-
-
-class NoEvents(InvalidWrite):
-    """An outbox write without an event: usually a bug that silently drops the event."""
-
-
-class DuplicateItemInTransaction(InvalidWrite):
-    """Two actions target the same item, which ``TransactWriteItems`` rejects as a whole."""
-
-    def __init__(self, message: str, first_index: int, second_index: int) -> None:
-        super().__init__(message)
-        self.first_index = first_index
-        self.second_index = second_index
-
-
-class LimitExceeded(InvalidWrite):
-    """A DynamoDB or bus limit would be exceeded; ``limit`` and ``actual`` are the figures."""
-
-    def __init__(self, message: str, *, limit: int, actual: int, index: int | None = None) -> None:
-        super().__init__(message)
-        self.limit = limit
-        self.actual = actual
-        self.index = index
-
-
-class TooManyActions(LimitExceeded):
-    """More than :data:`MAX_TRANSACTION_ACTIONS` actions in one transaction."""
-
-
-class TransactionTooLarge(LimitExceeded):
-    """The items of the transaction add up to more than :data:`MAX_TRANSACTION_BYTES`."""
-
-
-class ItemTooLarge(LimitExceeded):
-    """One item is over :data:`MAX_ITEM_BYTES`; ``index`` is its action."""
-
-
-class EventTooLarge(LimitExceeded):
-    """Over its sink's size limit, the event could never be published; ``index`` is its action."""
-
-
-class UnpublishableEvent(InvalidWrite):
-    """The table's sink would never accept the event (a field it refuses); ``index``: its action."""
-
-    def __init__(self, message: str, *, index: int) -> None:
-        super().__init__(message)
-        self.index = index
-
-
-@dataclass(frozen=True)
-class CancellationReason:
-    """Why DynamoDB cancelled one action of a transaction.
-
-    ``code`` is ``None`` for an action that did not cause the cancellation (AWS
-    reports the string ``"None"`` for them). ``role`` says which part of the
-    write the action was: ``"entity"``, ``"event"`` or ``"extra"``.
-    """
-
-    index: int
-    label: str
-    role: Role
-    code: str | None
-    message: str | None = None
-    item: Mapping[str, Any] | None = None
-
-    @property
-    def failed(self) -> bool:
-        return self.code is not None
-
-    def describe(self) -> str:
-        text = f"action {self.index} ({self.label}): {self.code}"
-        return f"{text} — {self.message}" if self.message else text
-
-
-class TransactionCancelled(OutboxWriteError):
-    """DynamoDB cancelled the transaction; nothing of it was written.
-
-    ``reasons`` has one entry per action, in request order, so a caller can tell
-    "the entity already exists" (``ConditionalCheckFailed`` on the entity) from
-    "another writer touched the same item" (``TransactionConflict``, worth a
-    retry) without parsing the message.
-    """
-
-    def __init__(self, message: str, reasons: Sequence[CancellationReason]) -> None:
-        super().__init__(message)
-        self.reasons: list[CancellationReason] = list(reasons)
-
-    @property
-    def failures(self) -> list[CancellationReason]:
-        """The actions that caused the cancellation."""
-        return [reason for reason in self.reasons if reason.failed]
-
-    @property
-    def conditional_check_failed(self) -> bool:
-        """True when a condition (the entity's or an extra action's) was not met."""
-        return any(reason.code == "ConditionalCheckFailed" for reason in self.reasons)
-
-    @property
-    def retryable(self) -> bool:
-        """True when every failure is transient (conflict or throttling): retrying may succeed."""
-        failures = self.failures
-        return bool(failures) and all(reason.code in _RETRYABLE_CODES for reason in failures)
-
-
-class IdempotentParameterMismatch(OutboxWriteError):
-    """A ``client_request_token`` was reused within 10 minutes for a different request."""
-
-
-class TransactionInProgress(OutboxWriteError):
-    """A request with the same ``client_request_token`` is still being processed."""
-
+_RETURN_OLD: Final = "ReturnValuesOnConditionCheckFailure"
 
 # -------------------------------------------------------------- conditions, actions
 
@@ -269,16 +158,29 @@ class Condition:
 
     ``values`` hold plain Python values (``str``, ``int``, ``Decimal``, ``float``,
     ``bytes``, ``dict``...); they are converted like entity attributes.
+
+    ``return_old_item=True`` asks DynamoDB for the item as it was when the
+    condition failed (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): it comes
+    back in plain Python on the action's :class:`CancellationReason` ``item``,
+    so "already paid" can answer with the current state without a second read
+    (which could see a newer state than the one that failed the condition).
     """
 
     expression: str
     names: Mapping[str, str] | None = None
     values: Mapping[str, Any] | None = None
+    return_old_item: bool = False
 
     @classmethod
-    def item_absent(cls, key_attribute: str = ATTR_PK) -> Condition:
+    def item_absent(
+        cls, key_attribute: str = ATTR_PK, *, return_old_item: bool = False
+    ) -> Condition:
         """Create-only: the write fails if an item with this key already exists."""
-        return cls("attribute_not_exists(#absent_key)", {"#absent_key": key_attribute})
+        return cls(
+            "attribute_not_exists(#absent_key)",
+            {"#absent_key": key_attribute},
+            return_old_item=return_old_item,
+        )
 
     @classmethod
     def item_exists(cls, key_attribute: str = ATTR_PK) -> Condition:
@@ -297,6 +199,8 @@ class Condition:
                 placeholder: _serialize(value, f"condition value {placeholder}")
                 for placeholder, value in self.values.items()
             }
+        if self.return_old_item:
+            request[_RETURN_OLD] = "ALL_OLD"
         return request
 
 
@@ -328,6 +232,8 @@ def update_action(
     if condition is not None:
         cond = condition.to_request()
         body["ConditionExpression"] = cond["ConditionExpression"]
+        if _RETURN_OLD in cond:
+            body[_RETURN_OLD] = cond[_RETURN_OLD]
         _merge_placeholders(merged_names, cond.get("ExpressionAttributeNames", {}))
         _merge_placeholders(merged_values, cond.get("ExpressionAttributeValues", {}))
     if merged_names:
@@ -692,6 +598,37 @@ class OutboxWriter:
             pk, [entity_action], events, extra_actions, client_request_token, allow_no_events
         )
 
+    def update(
+        self,
+        key: Mapping[str, Any],
+        update_expression: str,
+        events: Envelope | Iterable[Envelope],
+        *,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+        condition: Condition | None = None,
+        extra_actions: Iterable[Mapping[str, Any]] = (),
+        client_request_token: str | None = None,
+    ) -> WriteResult:
+        """Update the entity at ``key`` and put one outbox item per event, all or nothing.
+
+        The counterpart of :meth:`write` for a change rather than a whole item:
+        ``key`` holds the entity's string ``PK`` and ``SK``, ``update_expression``
+        its ``UpdateExpression`` with ``names``/``values`` placeholders, shared
+        with ``condition`` (e.g. ``Condition("#status = :placed", ...)``; with
+        ``return_old_item=True`` the item that failed it comes back on the
+        :class:`CancellationReason`). The Update is action 0 with role
+        ``"entity"``, the events follow, then ``extra_actions``.
+
+        Raises like :meth:`write`.
+        """
+        pk, entity_action = self._entity_update_action(
+            key, update_expression, names, values, condition
+        )
+        return self._transact(
+            pk, [entity_action], events, extra_actions, client_request_token, False
+        )
+
     def write_events(
         self,
         pk: str,
@@ -739,7 +676,7 @@ class OutboxWriter:
         try:
             self.client.transact_write_items(**request)
         except ClientError as error:
-            translated = _translate(error, actions)
+            translated = translate_client_error(error, actions)
             if translated is error:
                 raise
             raise translated from error
@@ -755,19 +692,7 @@ class OutboxWriter:
     ) -> tuple[str, _Action]:
         if not isinstance(entity, Mapping):
             raise InvalidWrite(f"the entity must be a mapping, got {type(entity).__name__}")
-        for attribute in (ATTR_PK, ATTR_SK):
-            value = entity.get(attribute)
-            if not isinstance(value, str) or not value:
-                raise InvalidWrite(
-                    f"the entity needs a non-empty string {attribute} (the table's key), "
-                    f"got {value!r}"
-                )
-        pk, sk = entity[ATTR_PK], entity[ATTR_SK]
-        if sk.startswith(OUTBOX_SK_PREFIX):
-            raise InvalidWrite(
-                f"the entity's SK {sk!r} starts with {OUTBOX_SK_PREFIX!r}, which is reserved "
-                "for outbox items: the publisher would take the entity for an event"
-            )
+        pk = _checked_entity_key(entity)
         item = serialize_item(entity)
         body = {"TableName": self.table_name, "Item": item}
         if condition is not None:
@@ -779,6 +704,41 @@ class OutboxWriter:
             role="entity",
             identity=_identity(self.table_name, key),
             size=item_size(item),
+        )
+
+    def _entity_update_action(
+        self,
+        key: Mapping[str, Any],
+        update_expression: str,
+        names: Mapping[str, str] | None,
+        values: Mapping[str, Any] | None,
+        condition: Condition | None,
+    ) -> tuple[str, _Action]:
+        if not isinstance(key, Mapping) or set(key) != {ATTR_PK, ATTR_SK}:
+            raise InvalidWrite(
+                f"the key must be a mapping of exactly {ATTR_PK} and {ATTR_SK}, got {key!r:.120}"
+            )
+        pk = _checked_entity_key(key)
+        if not isinstance(update_expression, str) or not update_expression.strip():
+            raise InvalidWrite("an update needs a non-empty update_expression")
+        request = update_action(
+            key,
+            update_expression,
+            names=names,
+            values=values,
+            condition=condition,
+            table_name=self.table_name,
+        )
+        body = request["Update"]
+        values_size = sum(
+            attribute_value_size(v) for v in body.get("ExpressionAttributeValues", {}).values()
+        )
+        return pk, _Action(
+            request=dict(request),
+            label=f"Update entity {_describe_key(body['Key'])}",
+            role="entity",
+            identity=_identity(self.table_name, body["Key"]),
+            size=item_size(body["Key"]) + values_size,
         )
 
     def _event_action(self, pk: str, envelope: Envelope, index: int, position: int) -> _Action:
@@ -912,6 +872,22 @@ def _check_limits(actions: Sequence[_Action]) -> None:
         )
 
 
+def _checked_entity_key(entity: Mapping[str, Any]) -> str:
+    """The entity's PK, once PK and SK are non-empty strings and SK is not an outbox key."""
+    for attribute in (ATTR_PK, ATTR_SK):
+        value = entity.get(attribute)
+        if not isinstance(value, str) or not value:
+            raise InvalidWrite(
+                f"the entity needs a non-empty string {attribute} (the table's key), got {value!r}"
+            )
+    if entity[ATTR_SK].startswith(OUTBOX_SK_PREFIX):
+        raise InvalidWrite(
+            f"the entity's SK {entity[ATTR_SK]!r} starts with {OUTBOX_SK_PREFIX!r}, which is "
+            "reserved for outbox items: the publisher would take the entity for an event"
+        )
+    return cast(str, entity[ATTR_PK])
+
+
 def _checked_event_id(event_id: Any) -> str:
     try:
         issued = event_id_datetime(event_id)
@@ -979,59 +955,3 @@ def _short(value: Any) -> str:
     else:
         text = str(value)
     return text if len(text) <= 64 else text[:61] + "..."
-
-
-# -------------------------------------------------------------- error translation
-
-_CODES_IN_MESSAGE: Final = re.compile(r"\[([^\[\]]*)\]\s*$")
-
-
-def _translate(error: ClientError, actions: Sequence[_Action]) -> Exception:
-    code = error.response.get("Error", {}).get("Code", "")
-    aws_message = error.response.get("Error", {}).get("Message", "") or str(error)
-    if code == "TransactionCanceledException":
-        return _cancelled(error, actions, aws_message)
-    if code == "IdempotentParameterMismatchException":
-        return IdempotentParameterMismatch(
-            "the client_request_token was already used in the last 10 minutes for a request "
-            "with different parameters; reuse a token only to retry the very same write "
-            f"(same envelopes), or use a new token ({aws_message})"
-        )
-    if code == "TransactionInProgressException":
-        return TransactionInProgress(
-            "a request with the same client_request_token is still in progress; retry later "
-            f"with the same token and parameters ({aws_message})"
-        )
-    return error
-
-
-def _cancelled(
-    error: ClientError, actions: Sequence[_Action], aws_message: str
-) -> TransactionCancelled:
-    raw: list[Mapping[str, Any]] = list(error.response.get("CancellationReasons") or [])
-    if not raw:
-        # Some emulators and older SDKs give the codes only in the message:
-        # "... [ConditionalCheckFailed, None]".
-        match = _CODES_IN_MESSAGE.search(aws_message)
-        if match:
-            raw = [{"Code": c.strip()} for c in match.group(1).split(",") if c.strip()]
-    if len(raw) != len(actions):
-        return TransactionCancelled(
-            f"transaction cancelled; AWS returned {len(raw)} cancellation reason(s) for "
-            f"{len(actions)} action(s), so they cannot be matched to actions: {aws_message}",
-            [],
-        )
-    reasons = [
-        CancellationReason(
-            index=index,
-            label=action.label,
-            role=action.role,
-            code=None if reason.get("Code") in (None, "None") else str(reason["Code"]),
-            message=reason.get("Message"),
-            item=reason.get("Item"),
-        )
-        for index, (action, reason) in enumerate(zip(actions, raw, strict=True))
-    ]
-    failures = [reason.describe() for reason in reasons if reason.failed]
-    detail = "; ".join(failures) if failures else f"no action named as the cause: {aws_message}"
-    return TransactionCancelled(f"transaction cancelled: {detail}", reasons)

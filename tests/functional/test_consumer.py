@@ -2,7 +2,7 @@
 order and idempotency keyed by the event id (Powertools on a real DynamoDB API).
 
 Each test names the AWS rule or the promise it holds the code to (see
-AWS-SEMANTICS.md, "Partial batch responses" and "Lambda ESM for SQS").
+docs/aws-semantics.md, "Partial batch responses" and "Lambda ESM for SQS").
 """
 
 from __future__ import annotations

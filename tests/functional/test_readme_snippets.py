@@ -12,16 +12,18 @@ import pytest
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def producer_blocks() -> list[str]:
-    """The ```python blocks of README's "Producer code" section, in order."""
+def python_blocks(heading: str) -> list[str]:
+    """The ```python blocks of one README section (``heading`` with its ``#``s), in order."""
     text = README.read_text(encoding="utf-8")
-    section = text.split("### Producer code", 1)[1].split("\n### ", 1)[0]
+    section = re.split(r"\n#{2,3} ", text.split(f"\n{heading}\n", 1)[1], maxsplit=1)[0]
     return re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
 
 
-def test_the_producer_snippets_run_against_an_orders_table(aws: None, capsys: Any) -> None:
-    blocks = producer_blocks()
-    assert len(blocks) >= 2, "the Producer code section lost its snippets"
+def producer_blocks() -> list[str]:
+    return python_blocks("### Producer code")
+
+
+def create_orders_table() -> None:
     client = boto3.client("dynamodb")
     client.create_table(
         TableName="orders",
@@ -35,6 +37,12 @@ def test_the_producer_snippets_run_against_an_orders_table(aws: None, capsys: An
             {"AttributeName": "SK", "KeyType": "RANGE"},
         ],
     )
+
+
+def test_the_producer_snippets_run_against_an_orders_table(aws: None, capsys: Any) -> None:
+    blocks = producer_blocks()
+    assert len(blocks) >= 2, "the Producer code section lost its snippets"
+    create_orders_table()
     namespace: dict[str, Any] = {}
     exec(compile(blocks[0], "README producer", "exec"), namespace)
     assert len(namespace["result"].event_ids) == 1
@@ -48,3 +56,56 @@ def test_the_producer_snippets_run_against_an_orders_table(aws: None, capsys: An
     assert [(r.role, r.code) for r in cancelled.value.failures] == [
         ("event", "ConditionalCheckFailed")
     ]
+
+
+def test_the_change_an_entity_snippet_pays_once_then_answers_409_and_404(
+    aws: None, capsys: Any
+) -> None:
+    # GIVEN the order the producer snippet creates (status NEW)
+    create_orders_table()
+    namespace: dict[str, Any] = {}
+    exec(compile(producer_blocks()[0], "README producer", "exec"), namespace)
+    capsys.readouterr()
+
+    # WHEN the "Changing an entity" snippet runs as printed
+    (block,) = python_blocks("### Changing an entity and emitting an event")
+    exec(compile(block, "README change an entity", "exec"), namespace)
+
+    # THEN it paid once, then answered with the order's state, then with no order
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    paid = re.fullmatch(r"\(200, \{'event_id': '([0-9A-Z]{26})'\}\)", lines[0])
+    assert paid, lines[0]
+    assert lines[1:] == ["(409, {'status': 'PAID'})", "(404, {})"]
+    order = boto3.client("dynamodb").get_item(
+        TableName="orders", Key={"PK": {"S": "ORDER#1001"}, "SK": {"S": "META"}}
+    )["Item"]
+    assert (order["status"], order["paid_amount"]) == ({"S": "PAID"}, {"N": "42.50"})
+    outbox = boto3.client("dynamodb").get_item(
+        TableName="orders", Key={"PK": {"S": "ORDER#1001"}, "SK": {"S": f"OUTBOX#{paid[1]}"}}
+    )
+    assert outbox["Item"]["event_type"] == {"S": "OrderPaid"}
+
+
+def test_the_testing_snippet_drives_the_readme_consumer_with_built_records(
+    aws: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the README's writer and consumer, with their tables
+    from tests.functional.consumer_fixtures import create_idempotency_table
+
+    create_orders_table()
+    monkeypatch.setenv(
+        "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
+    )
+    charged: list[str] = []
+    namespace: dict[str, Any] = {"charge": lambda order_id, total: charged.append(order_id)}
+    exec(compile(producer_blocks()[0], "README producer", "exec"), namespace)
+    (consumer_block,) = python_blocks("### Consumer code")
+    exec(compile(consumer_block, "README consumer", "exec"), namespace)
+
+    # WHEN the "Testing your service" snippet runs as printed
+    (block,) = python_blocks("## Testing your service")
+    exec(compile(block, "README testing", "exec"), namespace)
+
+    # THEN the consumer charged once: the second delivery was skipped as a duplicate
+    assert charged == ["1001"]

@@ -267,3 +267,93 @@ def test_on_moto_a_retry_of_a_committed_request_is_cancelled_by_the_outbox_condi
     assert failures == [("event", "ConditionalCheckFailed")]
     assert attempts[0].to_json() == attempts[1].to_json()
     assert len(outbox_items(writer_under_test.client)) == 1
+
+
+# ------------------------------------------------------- change an entity, emit an event
+
+PAID = Condition("#status = :placed", {"#status": "status"}, {":placed": "PLACED"})
+
+
+def pay(writer: OutboxWriter, condition: Condition) -> Envelope:
+    paid = writer.new_event("ORDER#1001", "OrderPaid", {"order_id": "1001"})
+    writer.update(
+        {"PK": "ORDER#1001", "SK": "META"},
+        "SET #status = :paid, paid_total = :total",
+        paid,
+        values={":paid": "PAID", ":total": Decimal("42.50")},
+        condition=condition,
+    )
+    return paid
+
+
+def test_update_changes_the_entity_and_commits_its_event(
+    writer_under_test: OutboxWriter, writer_dynamodb: Any
+) -> None:
+    # GIVEN a placed order
+    writer_under_test.write(ORDER, writer_under_test.new_event(ORDER, "OrderPlaced", {}))
+
+    # WHEN it is paid on condition that it is still placed
+    paid = pay(writer_under_test, PAID)
+
+    # THEN the order changed in place and its event is in the outbox
+    order = all_items(writer_dynamodb)[0]
+    assert (order["status"], order["paid_total"], order["total"]) == (
+        "PAID",
+        Decimal("42.50"),
+        Decimal("42.50"),
+    )
+    assert paid.outbox_sk in [item["SK"] for item in outbox_items(writer_dynamodb)]
+
+
+def test_a_failed_update_condition_returns_the_old_item_in_plain_python(
+    writer_under_test: OutboxWriter, writer_dynamodb: Any
+) -> None:
+    # GIVEN an order already paid, with a number, binary and a set among its attributes
+    order = {**ORDER, "status": "PAID", "blob": b"\x00\xff", "tags": {"gift", "rush"}}
+    writer_under_test.write(order, writer_under_test.new_event(order, "OrderPlaced", {}))
+    before = all_items(writer_dynamodb)
+
+    # WHEN it is paid again, asking for the old item on a failed condition
+    with pytest.raises(TransactionCancelled) as caught:
+        pay(writer_under_test, Condition(PAID.expression, PAID.names, PAID.values, True))
+
+    # THEN the entity's Update is the cause and carries the item as it was, in plain Python
+    (failure,) = caught.value.failures
+    assert (failure.index, failure.role, failure.code) == (0, "entity", "ConditionalCheckFailed")
+    assert failure.label == "Update entity PK=ORDER#1001 SK=META"
+    assert failure.item == {
+        "PK": "ORDER#1001",
+        "SK": "META",
+        "status": "PAID",
+        "total": Decimal("42.50"),
+        "blob": b"\x00\xff",
+        "tags": {"gift", "rush"},
+    }
+    assert type(failure.item["blob"]) is bytes
+    # ...and nothing was written: no second event, the order unchanged
+    assert all_items(writer_dynamodb) == before
+
+
+def test_without_return_old_item_the_reason_carries_no_item(
+    writer_under_test: OutboxWriter, writer_dynamodb: Any
+) -> None:
+    writer_under_test.write(
+        {**ORDER, "status": "PAID"}, writer_under_test.new_event(ORDER, "X", {})
+    )
+    with pytest.raises(TransactionCancelled) as caught:
+        pay(writer_under_test, PAID)
+    assert [(r.role, r.item) for r in caught.value.failures] == [("entity", None)]
+
+
+def test_create_only_can_return_the_existing_item(
+    writer_under_test: OutboxWriter, writer_dynamodb: Any
+) -> None:
+    writer_under_test.write(ORDER, writer_under_test.new_event(ORDER, "OrderPlaced", {}))
+    again = writer_under_test.new_event(ORDER, "OrderPlaced", {})
+    with pytest.raises(TransactionCancelled) as caught:
+        writer_under_test.write(
+            {**ORDER, "status": "NEW"}, again, condition=Condition.item_absent(return_old_item=True)
+        )
+    (failure,) = caught.value.failures
+    assert failure.role == "entity" and failure.item is not None
+    assert failure.item["status"] == "PLACED"

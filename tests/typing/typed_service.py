@@ -9,7 +9,15 @@ from decimal import Decimal
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dynamodb_outbox import Condition, Envelope, OutboxConsumer, OutboxWriter, WriteResult
+from dynamodb_outbox import (
+    Condition,
+    Envelope,
+    OutboxConsumer,
+    OutboxWriter,
+    TransactionCancelled,
+    WriteResult,
+    is_retryable,
+)
 from dynamodb_outbox.consumer import PartialBatchResponse, SQSEvent
 from dynamodb_outbox.local import LocalRuntime, SqsMapping, StreamMapping, VirtualClock
 from dynamodb_outbox.publisher import handler as publisher_handler
@@ -20,6 +28,20 @@ def place_order(writer: OutboxWriter, order_id: str, total: Decimal) -> WriteRes
     order = {"PK": f"ORDER#{order_id}", "SK": "META", "total": total}
     event = writer.new_event(order, "OrderCreated", {"order_id": order_id, "total": total})
     return writer.write(order, event, condition=Condition.item_absent())
+
+
+def pay_order(writer: OutboxWriter, order_id: str) -> str:
+    event = writer.new_event(f"ORDER#{order_id}", "OrderPaid", {"order_id": order_id})
+    placed = Condition("#s = :placed", {"#s": "status"}, {":placed": "PLACED"}, True)
+    try:
+        key = {"PK": f"ORDER#{order_id}", "SK": "META"}
+        writer.update(key, "SET #s = :paid", event, values={":paid": "PAID"}, condition=placed)
+    except TransactionCancelled as cancelled:
+        old = cancelled.reasons[0].item
+        return str(old["status"]) if old else "missing"
+    except Exception as error:
+        return "retry" if is_retryable(error) else "fail"
+    return "PAID"
 
 
 writer = OutboxWriter("orders", boto3.client("dynamodb"), source="shop.orders")

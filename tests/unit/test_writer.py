@@ -932,7 +932,7 @@ def test_conditional_check_failure_on_an_extra_action_names_it_and_keeps_the_old
     error = caught.value
     assert error.conditional_check_failed is True
     assert [(r.index, r.role) for r in error.failures] == [(2, "extra")]
-    assert error.failures[0].item == old
+    assert error.failures[0].item == {"PK": "CUSTOMER#7", "SK": "META", "status": "BLOCKED"}
     assert "action 2 (ConditionCheck PK=CUSTOMER#7 SK=META): ConditionalCheckFailed" in str(error)
 
 

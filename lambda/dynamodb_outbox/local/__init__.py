@@ -4,7 +4,7 @@ It drives handler functions against an emulator (moto in-process or a moto
 server) the way Lambda's DynamoDB stream and SQS pollers do — batching,
 filtering, partial batch responses, bisection, retries, record age, on-failure
 destinations, visibility timeouts, redrive — so the outbox's whole flow can be
-tested on one machine against the semantics in ``AWS-SEMANTICS.md``. Time is a
+tested on one machine against the semantics in ``docs/aws-semantics.md``. Time is a
 :class:`VirtualClock`: tests cross windows and timeouts with ``advance``, never
 with sleeps.
 
