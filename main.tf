@@ -108,28 +108,24 @@ locals {
 # Powertools layer
 ################################################################################
 
-locals {
-  # Public Powertools for AWS Lambda (Python) v3 layers, published per runtime and
-  # architecture: https://docs.powertools.aws.dev/lambda/python/latest/#lambda-layer
-  # Version 27 as of the Powertools docs (aws-powertools/powertools-lambda-python#7757).
-  powertools_layer_accounts = {
-    aws = "017000801446"
-  }
-  powertools_layer_version = 27
+# With powertools_layer_arn = null, the public Powertools for AWS Lambda (Python)
+# v3 layer of the release var.powertools_version, for the functions' region,
+# runtime and architecture. Powertools publishes each layer version's ARN in SSM
+# under /aws/service/powertools/python/<arch>/<runtime>/<version> (Powertools docs,
+# "Lambda Layer", "Using SSM Parameter Store"). Not read when the caller gives the
+# ARN, or "" for no layer (emulators do not hold AWS's public parameters), nor
+# outside the commercial partition (the Powertools docs list the GovCloud and
+# China layers by ARN only: publisher.tf's precondition asks for the ARN there).
+data "aws_ssm_parameter" "powertools_layer" {
+  count = var.powertools_layer_arn == null && data.aws_partition.current.partition == "aws" ? 1 : 0
 
-  default_powertools_layer_arn = (
-    contains(keys(local.powertools_layer_accounts), data.aws_partition.current.partition)
-    ? format(
-      "arn:%s:lambda:%s:%s:layer:AWSLambdaPowertoolsPythonV3-%s-%s:%d",
-      data.aws_partition.current.partition,
-      local.region_name,
-      local.powertools_layer_accounts[data.aws_partition.current.partition],
-      replace(var.lambda_runtime, ".", ""),
-      var.lambda_architecture,
-      local.powertools_layer_version,
-    )
-    : null
-  )
+  name = "/aws/service/powertools/python/${var.lambda_architecture}/${var.lambda_runtime}/${var.powertools_version}"
+}
+
+locals {
+  # insecure_value: a public layer ARN, not a secret (`value` is always marked
+  # sensitive, which would hide the layers in plans and the output).
+  default_powertools_layer_arn = one(data.aws_ssm_parameter.powertools_layer[*].insecure_value)
 
   powertools_layer_arn = var.powertools_layer_arn == null ? local.default_powertools_layer_arn : var.powertools_layer_arn
 }

@@ -240,9 +240,9 @@ variable "lambda_architecture" {
 variable "powertools_layer_arn" {
   description = <<-EOT
     Layer providing Powertools for AWS Lambda (Python) v3 to the module's functions.
-    - null (default): the public AWS layer for the function's region, runtime and
-      architecture, `arn:aws:lambda:<region>:017000801446:layer:AWSLambdaPowertoolsPythonV3-<python3XX>-<arch>:27`
-      (commercial regions only; elsewhere set the ARN explicitly).
+    - null (default): the public AWS layer of the release `powertools_version` for
+      the function's region, runtime and architecture, read from the SSM parameter
+      Powertools publishes (commercial regions only; elsewhere set the ARN explicitly).
     - "" : no layer, for emulators that reject unknown layers (moto) or when
       Powertools comes from one of `publisher.extra_layer_arns`.
     - a layer version ARN: that layer (a pinned version, GovCloud or China regions,
@@ -254,6 +254,25 @@ variable "powertools_layer_arn" {
   validation {
     condition     = var.powertools_layer_arn == null || var.powertools_layer_arn == "" ? true : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$", var.powertools_layer_arn))
     error_message = "The powertools_layer_arn must be null (public Powertools layer), \"\" (no layer) or a layer version ARN (arn:<partition>:lambda:<region>:<account>:layer:<name>:<version>)."
+  }
+}
+
+variable "powertools_version" {
+  description = <<-EOT
+    Powertools for AWS Lambda (Python) release the module's functions run when
+    `powertools_layer_arn` is null: the layer version ARN is read at plan from the public
+    SSM parameter `/aws/service/powertools/python/<lambda_architecture>/<lambda_runtime>/<version>`
+    (Terraform's credentials need ssm:GetParameter on it). Default: the release the
+    module's tests run with (aws_lambda_powertools in requirements-dev.txt). Not read when
+    `powertools_layer_arn` is set.
+  EOT
+  type        = string
+  default     = "3.37.0"
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^3\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$", var.powertools_version))
+    error_message = "The powertools_version must be a Powertools for AWS Lambda (Python) v3 release, 3.<minor>.<patch> such as \"3.37.0\" (the last part of /aws/service/powertools/python/<arch>/<runtime>/<version>); got \"${var.powertools_version}\"."
   }
 }
 

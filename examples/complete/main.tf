@@ -218,8 +218,10 @@ module "outbox" {
   lambda_runtime      = "python3.13"
   lambda_architecture = "arm64"
 
-  # null: the public Powertools for AWS Lambda (Python) v3 layer of the region.
+  # null: the public Powertools for AWS Lambda (Python) v3 layer of the region,
+  # of the release powertools_version (its ARN read from AWS's public SSM parameter).
   powertools_layer_arn = null
+  powertools_version   = "3.37.0"
 
   log_retention_days = 90
 

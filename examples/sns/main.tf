@@ -12,9 +12,6 @@ locals {
   # name rather than read from module.outbox.idempotency_table_name: that output
   # depends on `consumers`, which holds this function's ARN (a cycle).
   idempotency_table_name = "${local.name}-idempotency"
-
-  # Public Powertools for AWS Lambda (Python) v3 layer (the consumer toolkit needs it).
-  powertools_layer_arn = "arn:${data.aws_partition.current.partition}:lambda:${var.region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:27"
 }
 
 ################################################################################
@@ -58,8 +55,10 @@ resource "aws_lambda_function" "billing" {
   source_code_hash = filebase64sha256(var.billing_zip_path)
   timeout          = 30
 
-  # dynamodb_outbox from the module's layer, Powertools from its public layer.
-  layers = [module.outbox.layer_arn, local.powertools_layer_arn]
+  # dynamodb_outbox from the module's layer; Powertools from its public layer,
+  # the one the module's functions run, for the same runtime and architecture
+  # (the consumer toolkit needs it).
+  layers = [module.outbox.layer_arn, module.outbox.powertools_layer_arn]
 
   environment {
     variables = {

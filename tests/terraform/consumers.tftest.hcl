@@ -419,7 +419,7 @@ run "reference_consumer_runs_the_bundled_handler" {
     condition = (
       aws_lambda_function.consumer["audit"].runtime == aws_lambda_function.publisher.runtime
       && aws_lambda_function.consumer["audit"].architectures == aws_lambda_function.publisher.architectures
-      && aws_lambda_function.consumer["audit"].layers == tolist(["arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:27"])
+      && aws_lambda_function.consumer["audit"].layers == tolist(["arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:40"])
       && aws_lambda_function.consumer["audit"].memory_size == 256
     )
     error_message = "The reference consumer uses the publisher's runtime, architecture and Powertools layer, 256 MB by default."

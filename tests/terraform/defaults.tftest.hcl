@@ -220,8 +220,8 @@ run "publisher_function_is_configured" {
   }
 
   assert {
-    condition     = aws_lambda_function.publisher.layers == tolist(["arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:27"])
-    error_message = "By default the publisher gets the public Powertools v3 layer for its region, runtime and architecture."
+    condition     = aws_lambda_function.publisher.layers == tolist(["arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:40"])
+    error_message = "By default the publisher gets the public Powertools v3 layer SSM names for its region, runtime and architecture (the mock's value)."
   }
 }
 

@@ -59,9 +59,21 @@ run "null_layer_arn_follows_runtime_and_architecture" {
     lambda_architecture = "x86_64"
   }
 
+  override_data {
+    target = data.aws_ssm_parameter.powertools_layer[0]
+    values = {
+      insecure_value = "arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-x86_64:40"
+    }
+  }
+
   assert {
-    condition     = aws_lambda_function.publisher.layers == tolist(["arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-x86_64:27"])
-    error_message = "The default Powertools layer must match the runtime and the architecture."
+    condition     = data.aws_ssm_parameter.powertools_layer[0].name == "/aws/service/powertools/python/x86_64/python3.12/${var.powertools_version}"
+    error_message = "The default Powertools layer must be looked up for the runtime and the architecture."
+  }
+
+  assert {
+    condition     = aws_lambda_function.publisher.layers == tolist(["arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-x86_64:40"])
+    error_message = "The default Powertools layer must be the one SSM names for the runtime and the architecture."
   }
 
   assert {

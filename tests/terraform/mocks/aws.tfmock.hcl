@@ -30,6 +30,16 @@ mock_data "aws_iam_policy_document" {
   }
 }
 
+# The public Powertools layer parameter (main.tf): the layer of the default
+# runtime and architecture. The layer version is the mock's own, not the one
+# SSM holds for the default powertools_version.
+mock_data "aws_ssm_parameter" {
+  defaults = {
+    type           = "String"
+    insecure_value = "arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:40"
+  }
+}
+
 mock_data "aws_dynamodb_table" {
   defaults = {
     arn              = "arn:aws:dynamodb:eu-west-1:111122223333:table/orders"
