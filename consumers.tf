@@ -88,7 +88,7 @@ resource "aws_dynamodb_table" "idempotency" {
     kms_key_arn = var.kms_key_arn
   }
 
-  deletion_protection_enabled = var.table.deletion_protection_enabled
+  deletion_protection_enabled = var.idempotency_table.deletion_protection_enabled
 
   tags = local.tags
 

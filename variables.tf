@@ -91,7 +91,9 @@ variable "table" {
     - `stream_view_type`: NEW_IMAGE (default) or NEW_AND_OLD_IMAGES.
     - `billing_mode`: PAY_PER_REQUEST (default) or PROVISIONED (then set `read_capacity`
       and `write_capacity`).
-    - `deletion_protection_enabled`: default true.
+    - `deletion_protection_enabled`: default true (the outbox table only; the idempotency
+      table has its own setting, `idempotency_table`). `terraform destroy` fails on a
+      protected table: apply false first.
     - `ttl_attribute_name`: attribute holding the expiry time (epoch seconds), default
       "expires_at"; "" turns TTL off.
     Point-in-time recovery and server-side encryption are always on.
@@ -558,6 +560,23 @@ variable "consumers" {
     condition     = alltrue([for c in values(var.consumers) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts])
     error_message = "A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range)."
   }
+}
+
+variable "idempotency_table" {
+  description = <<-EOT
+    The consumers' idempotency table `<name>-idempotency`, created when a consumer uses the
+    toolkit (the reference consumer always does).
+    - `deletion_protection_enabled`: default false. Unlike the outbox table (`table`), it holds
+      nothing that outlives its TTL: idempotency records and the reference consumer's ledger
+      entries all expire (`expiration`), and losing them only lets an event redelivered within
+      that window take effect again. Off by default so that `terraform destroy` works, also on a
+      stack whose outbox table the module does not own; set true to protect it anyway.
+  EOT
+  type = object({
+    deletion_protection_enabled = optional(bool, false)
+  })
+  default  = {}
+  nullable = false
 }
 
 ################################################################################

@@ -602,14 +602,47 @@ run "idempotency_table_keys_on_id_with_ttl_pitr_and_sse" {
     condition = (
       aws_dynamodb_table.idempotency[0].point_in_time_recovery[0].enabled
       && aws_dynamodb_table.idempotency[0].server_side_encryption[0].enabled
-      && aws_dynamodb_table.idempotency[0].deletion_protection_enabled == true
     )
-    error_message = "PITR, SSE and deletion protection (following table.deletion_protection_enabled) must be on."
+    error_message = "PITR and SSE must be on."
+  }
+
+  assert {
+    condition     = aws_dynamodb_table.idempotency[0].deletion_protection_enabled == false && aws_dynamodb_table.this[0].deletion_protection_enabled == true
+    error_message = "The idempotency table's deletion protection is its own setting, off by default, whatever the outbox table's (on by default)."
   }
 
   assert {
     condition     = output.idempotency_table_name == "orders-outbox-idempotency" && output.idempotency_table_arn == aws_dynamodb_table.idempotency[0].arn
     error_message = "The idempotency table outputs must describe it."
+  }
+}
+
+# An existing outbox table: the module owns only the idempotency table, which
+# must not block `terraform destroy` unless asked to.
+run "idempotency_table_is_unprotected_by_default_beside_an_existing_table" {
+  command = plan
+
+  variables {
+    table = { create = false, name = "orders" }
+  }
+
+  assert {
+    condition     = aws_dynamodb_table.idempotency[0].deletion_protection_enabled == false
+    error_message = "With an existing table, nothing the module creates may be deletion-protected by default."
+  }
+}
+
+run "idempotency_table_protection_follows_its_own_setting" {
+  command = plan
+
+  variables {
+    table             = { deletion_protection_enabled = false }
+    idempotency_table = { deletion_protection_enabled = true }
+  }
+
+  assert {
+    condition     = aws_dynamodb_table.idempotency[0].deletion_protection_enabled == true && aws_dynamodb_table.this[0].deletion_protection_enabled == false
+    error_message = "idempotency_table.deletion_protection_enabled protects the idempotency table, independently of table.deletion_protection_enabled."
   }
 }
 
