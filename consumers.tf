@@ -41,6 +41,12 @@ locals {
   consumer_dlq_arns     = { for key, name in local.consumer_names : key => "${local.arn_prefix}:sqs:${local.arn_region_account}:${name}-dlq" }
   idempotency_table_arn = "${local.arn_prefix}:dynamodb:${local.arn_region_account}:table/${local.idempotency_table_name}"
 
+  # Also the reference consumers' log groups: a policy that read the log group's
+  # `arn` attribute would be read again at apply, for every consumer, whenever any
+  # consumer is added (Terraform defers a data source whose resource has changes
+  # pending), and every role policy would show as changing.
+  consumer_log_group_arns = { for key, name in local.consumer_names : key => "${local.arn_prefix}:logs:${local.arn_region_account}:log-group:/aws/lambda/${name}" }
+
   # Where each consumer's events come from: its rule, or the topic. A consumer
   # without the pattern or filter policy publish_to needs gets neither, and fails
   # the precondition on its queue with a message saying what to set.
@@ -334,7 +340,7 @@ data "aws_iam_policy_document" "consumer_function" {
       "logs:CreateLogStream",
       "logs:PutLogEvents",
     ]
-    resources = ["${aws_cloudwatch_log_group.consumer[each.key].arn}:*"]
+    resources = ["${local.consumer_log_group_arns[each.key]}:*"]
   }
 }
 
@@ -380,6 +386,13 @@ resource "aws_cloudwatch_log_group" "consumer" {
   kms_key_id        = var.kms_key_arn
 
   tags = local.tags
+
+  lifecycle {
+    postcondition {
+      condition     = self.arn == local.consumer_log_group_arns[each.key]
+      error_message = "The log group's ARN is ${self.arn}, not the ${local.consumer_log_group_arns[each.key]} its function's policy was given."
+    }
+  }
 }
 
 resource "aws_lambda_function" "consumer" {

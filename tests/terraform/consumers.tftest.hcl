@@ -995,6 +995,14 @@ run "name_and_key_longer_than_54_characters_are_rejected" {
     }
   }
 
+  override_resource {
+    target          = aws_cloudwatch_log_group.consumer["a2345678901234"]
+    override_during = plan
+    values = {
+      arn = "arn:aws:logs:eu-west-1:111122223333:log-group:/aws/lambda/a234567890123456789012345678901234567890-a2345678901234-consumer"
+    }
+  }
+
   expect_failures = [aws_sqs_queue.consumer]
 }
 

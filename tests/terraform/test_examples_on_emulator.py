@@ -13,6 +13,8 @@ Each apply costs a minute or so, most of it the provider's SQS waiters.
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,6 +111,57 @@ def existing_table_stack(
     finally:
         if stack.resources_in_state():  # a test failed before it destroyed the stack
             stack.attempt("destroy", "-auto-approve", "-input=false")
+
+
+def _changes(plan_json: str) -> dict[str, list[str]]:
+    plan = json.loads(plan_json)
+    return {
+        change["address"]: change["change"]["actions"]
+        for change in plan.get("resource_changes", [])
+        if change["change"]["actions"] != ["no-op"]
+    }
+
+
+def test_adding_a_consumer_plans_only_the_new_consumers_resources(
+    existing_table_stack: ExampleStack,
+) -> None:
+    """A second consumer next to the example's `audit`: nothing of `audit` may change.
+
+    Terraform defers reading a data source that refers to a resource with
+    changes pending, even another instance of it: a policy built from one
+    consumer's log group ARN made every consumer's role policy "known after
+    apply" as soon as any consumer was added.
+    """
+    stack = existing_table_stack
+    added = stack.workdir / "added_consumer_override.tf"
+    added.write_text(
+        """\
+module "outbox" {
+  consumers = {
+    audit   = { event_pattern = jsonencode({ source = [var.event_source] }) }
+    billing = { event_pattern = jsonencode({ "detail-type" = ["OrderCreated"] }) }
+  }
+}
+"""
+    )
+    try:
+        stack.run("plan", "-input=false", "-out=added.tfplan")
+        changes = _changes(stack.run("show", "-json", "added.tfplan"))
+    finally:
+        added.unlink()
+
+    of_billing = re.compile(r'\["(?:[a-z_]+/)?billing"\]$')
+    others = {
+        address: actions for address, actions in changes.items() if not of_billing.search(address)
+    }
+    assert others == {}, f"adding `billing` also plans: {others}"
+    created = {address for address, actions in changes.items() if actions == ["create"]}
+    assert {
+        'module.outbox.aws_sqs_queue.consumer["billing"]',
+        'module.outbox.aws_sqs_queue.consumer_dlq["billing"]',
+        'module.outbox.aws_iam_role_policy.consumer["billing"]',
+        'module.outbox.aws_lambda_event_source_mapping.consumer["billing"]',
+    } <= created, sorted(changes)
 
 
 def test_existing_table_example_destroys_cleanly(existing_table_stack: ExampleStack) -> None:
