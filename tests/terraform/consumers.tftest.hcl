@@ -957,12 +957,13 @@ run "consumer_key_of_33_characters_is_rejected" {
 run "name_and_key_longer_than_54_characters_are_rejected" {
   command = plan
 
+  # "<name>-<key>-consumer": 40 + 1 + 15 + 9 = 65 characters.
   variables {
     name      = "a234567890123456789012345678901234567890"
-    consumers = { a2345678901234 = { event_pattern = "{\"source\":[\"orders\"]}" } }
+    consumers = { a23456789012345 = { event_pattern = "{\"source\":[\"orders\"]}" } }
   }
 
-  # The bus's and its DLQ's ARNs for this name (their policy is built from names).
+  # The ARNs the module builds from these names, for its postconditions.
   override_resource {
     target          = aws_cloudwatch_event_bus.this[0]
     override_during = plan
@@ -976,6 +977,75 @@ run "name_and_key_longer_than_54_characters_are_rejected" {
     override_during = plan
     values = {
       arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-event-bus-dlq"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.consumer["a23456789012345"]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-a23456789012345-consumer"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.consumer_dlq["a23456789012345"]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-a23456789012345-consumer-dlq"
+    }
+  }
+
+  override_resource {
+    target          = aws_dynamodb_table.idempotency[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:dynamodb:eu-west-1:111122223333:table/a234567890123456789012345678901234567890-idempotency"
+    }
+  }
+
+  override_resource {
+    target          = aws_cloudwatch_log_group.consumer["a23456789012345"]
+    override_during = plan
+    values = {
+      arn = "arn:aws:logs:eu-west-1:111122223333:log-group:/aws/lambda/a234567890123456789012345678901234567890-a23456789012345-consumer"
+    }
+  }
+
+  expect_failures = [var.consumers]
+}
+
+run "name_and_key_of_54_characters_are_accepted" {
+  command = plan
+
+  # 40 + 1 + 14 + 9 = 64 characters, the limit.
+  variables {
+    name      = "a234567890123456789012345678901234567890"
+    consumers = { a2345678901234 = { event_pattern = "{\"source\":[\"orders\"]}" } }
+  }
+
+  # The ARNs the module builds from these names, for its postconditions.
+  override_resource {
+    target          = aws_cloudwatch_event_bus.this[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:events:eu-west-1:111122223333:event-bus/a234567890123456789012345678901234567890"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-event-bus-dlq"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.consumer["a2345678901234"]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-a2345678901234-consumer"
     }
   }
 
@@ -1003,7 +1073,10 @@ run "name_and_key_longer_than_54_characters_are_rejected" {
     }
   }
 
-  expect_failures = [aws_sqs_queue.consumer]
+  assert {
+    condition     = aws_lambda_function.consumer["a2345678901234"].function_name == "a234567890123456789012345678901234567890-a2345678901234-consumer"
+    error_message = "A 64-character consumer name is within the limit."
+  }
 }
 
 run "empty_event_pattern_is_rejected" {
@@ -1036,6 +1109,48 @@ run "event_pattern_that_is_not_json_is_rejected" {
   expect_failures = [var.consumers]
 }
 
+run "event_pattern_value_that_is_a_string_is_rejected" {
+  command = plan
+
+  variables {
+    consumers = { audit = { event_pattern = "{\"source\":\"orders\"}" } }
+  }
+
+  expect_failures = [var.consumers]
+}
+
+run "event_pattern_nested_value_that_is_a_number_is_rejected" {
+  command = plan
+
+  variables {
+    consumers = { audit = { event_pattern = "{\"detail\":{\"payload\":{\"total\":42}}}" } }
+  }
+
+  expect_failures = [var.consumers]
+}
+
+run "event_pattern_with_matchers_and_nested_fields_is_accepted" {
+  command = plan
+
+  variables {
+    consumers = {
+      audit = {
+        event_pattern = jsonencode({
+          source        = ["orders"]
+          "detail-type" = ["OrderCreated", { prefix = "Order" }]
+          detail        = { payload = { total = [{ numeric = [">", 100] }], status = [{ "anything-but" = "TEST" }] } }
+          "$or"         = [{ account = ["111122223333"] }, { region = ["eu-west-1"] }]
+        })
+      }
+    }
+  }
+
+  assert {
+    condition     = jsondecode(aws_cloudwatch_event_rule.consumer["audit"].event_pattern).detail.payload.total == [{ numeric = [">", 100] }]
+    error_message = "Matcher objects inside arrays and nested fields are valid pattern values."
+  }
+}
+
 run "empty_filter_policy_is_rejected" {
   command = plan
 
@@ -1064,7 +1179,7 @@ run "filter_policy_with_eventbridge_is_rejected" {
     consumers = { audit = { filter_policy = "{\"source\":[\"orders\"]}" } }
   }
 
-  expect_failures = [aws_sqs_queue.consumer]
+  expect_failures = [var.consumers]
 }
 
 run "event_pattern_with_sns_is_rejected" {
@@ -1075,7 +1190,7 @@ run "event_pattern_with_sns_is_rejected" {
     consumers  = { audit = { event_pattern = "{\"source\":[\"orders\"]}" } }
   }
 
-  expect_failures = [aws_sqs_queue.consumer]
+  expect_failures = [var.consumers]
 }
 
 run "consumer_without_pattern_is_rejected" {
@@ -1085,7 +1200,7 @@ run "consumer_without_pattern_is_rejected" {
     consumers = { audit = {} }
   }
 
-  expect_failures = [aws_sqs_queue.consumer]
+  expect_failures = [var.consumers]
 }
 
 run "unknown_publish_to_is_rejected" {

@@ -921,6 +921,39 @@ run "alarm_action_that_is_not_an_arn_is_rejected" {
   expect_failures = [var.alarms]
 }
 
+run "alarm_action_with_a_missing_account_field_is_rejected" {
+  command = plan
+
+  variables {
+    alarms = { ok_actions = ["arn:aws:sns:eu-west-1:oncall"] }
+  }
+
+  expect_failures = [var.alarms]
+}
+
+run "six_alarm_actions_are_rejected" {
+  command = plan
+
+  variables {
+    alarms = { actions = [for i in range(6) : "arn:aws:sns:eu-west-1:111122223333:oncall-${i}"] }
+  }
+
+  expect_failures = [var.alarms]
+}
+
+run "ec2_and_lambda_alarm_actions_are_accepted" {
+  command = plan
+
+  variables {
+    alarms = { actions = ["arn:aws:automate:eu-west-1:ec2:stop", "arn:aws:lambda:eu-west-1:111122223333:function:pager"] }
+  }
+
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.this["publisher_errors"].alarm_actions == toset(["arn:aws:automate:eu-west-1:ec2:stop", "arn:aws:lambda:eu-west-1:111122223333:function:pager"])
+    error_message = "EC2 actions (account field \"ec2\") and Lambda functions are valid alarm actions."
+  }
+}
+
 run "alarm_period_not_a_multiple_of_60_is_rejected" {
   command = plan
 
