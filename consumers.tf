@@ -453,6 +453,8 @@ resource "aws_lambda_event_source_mapping" "consumer" {
     }
   }
 
+  tags = local.tags
+
   # Lambda checks that the function's role can read the queue when it creates the
   # mapping.
   depends_on = [

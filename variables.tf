@@ -736,6 +736,8 @@ variable "alarms" {
     - `disabled`: keys of alarms not to create (a consumer alarm key turns it off for every
       consumer).
     - `actions`: ARNs notified when an alarm fires (SNS topics, ...); `ok_actions`: when it clears.
+      Empty by default: the alarms then notify no one, and every plan warns
+      (check "alarms_notify_someone").
     - `period_seconds`: evaluation period of the function and queue alarms, a multiple of 60,
       default 300.
   EOT

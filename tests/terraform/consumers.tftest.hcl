@@ -139,7 +139,10 @@ override_resource {
 # billing: the caller's own function (with its role's name); audit: the module's
 # reference consumer.
 variables {
-  name = "orders-outbox"
+  # Someone to notify: with no alarms.actions the alarms' check block
+  # (alarms.tf) fails, which terraform test reports as an error.
+  alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"] }
+  name   = "orders-outbox"
   tags = {
     Team = "orders"
   }
@@ -884,6 +887,8 @@ run "tags_reach_every_taggable_consumer_resource" {
       aws_cloudwatch_log_group.consumer["audit"].tags == var.tags,
       aws_iam_role.consumer["audit"].tags == var.tags,
       aws_lambda_function.consumer["audit"].tags == var.tags,
+      aws_lambda_event_source_mapping.consumer["audit"].tags == var.tags,
+      aws_lambda_event_source_mapping.consumer["billing"].tags == var.tags,
     ])
     error_message = "var.tags must be set on every taggable consumer resource."
   }

@@ -18,6 +18,7 @@ at the session's moto server, for the data sources the module reads.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,12 @@ def by_case(cases: dict[str, Case], diagnostics: list[dict[str, Any]]) -> dict[s
     for diagnostic in diagnostics:
         context = diagnostic.get("snippet", {}).get("context") or ""
         case = context.removeprefix('module "').removesuffix('"')
+        # A check block's warning points into the module's own files.
+        in_module = re.search(
+            r"/\.terraform/modules/([^/]+)/", diagnostic.get("range", {}).get("filename", "")
+        )
+        if in_module:
+            case = in_module.group(1)
         assert case in result, f"a diagnostic outside the cases: {json.dumps(diagnostic, indent=2)}"
         result[case].append(diagnostic)
     return result
@@ -217,15 +224,24 @@ def plan_diagnostics(
     tf_env: dict[str, str], moto_server: str, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, list[dict[str, Any]]]:
     workdir = tmp_path_factory.mktemp("plan-messages")
-    env = init(workdir, root_module(PLAN_CASES, emulator_provider(moto_server)), tf_env)
+    cases = PLAN_CASES | ALARM_CASES
+    env = init(workdir, root_module(cases, emulator_provider(moto_server)), tf_env)
 
     plan = run_terraform(["plan", "-json", "-input=false", "-no-color"], cwd=workdir, env=env)
 
     lines = [json.loads(line) for line in plan.stdout.splitlines() if line.startswith("{")]
     assert plan.returncode == 1, describe(plan)
-    return by_case(
-        PLAN_CASES, [line["diagnostic"] for line in lines if line["type"] == "diagnostic"]
-    )
+    return by_case(cases, [line["diagnostic"] for line in lines if line["type"] == "diagnostic"])
+
+
+# Valid inputs planned beside the cases: the only diagnostic either may get is
+# the warning of the alarms' check block, when no one is notified.
+ALARM_CASES = {
+    "alarms_without_actions": Case("", ()),
+    "alarms_with_actions": Case(
+        'alarms = { actions = ["arn:aws:sns:eu-west-1:123456789012:oncall"] }', ()
+    ),
+}
 
 
 def test_the_cases_root_module_has_one_block_per_case() -> None:
@@ -236,6 +252,7 @@ def test_the_cases_root_module_has_one_block_per_case() -> None:
 
 
 def assert_refused_with(case: str, diagnostics: list[dict[str, Any]]) -> None:
+    diagnostics = [d for d in diagnostics if d["severity"] == "error"]
     details = "\n".join(d["detail"] for d in diagnostics)
 
     assert diagnostics, f"the {case} case was accepted"
@@ -258,3 +275,18 @@ def test_plan_refuses_inputs_that_disagree_with_the_modules_message(
     case: str, plan_diagnostics: dict[str, list[dict[str, Any]]]
 ) -> None:
     assert_refused_with(case, plan_diagnostics[case])
+
+
+def test_plan_warns_when_no_one_is_notified_of_the_alarms(
+    plan_diagnostics: dict[str, list[dict[str, Any]]],
+) -> None:
+    (warning,) = plan_diagnostics["alarms_without_actions"]
+
+    assert (warning["severity"], warning["summary"]) == ("warning", "Check block assertion failed")
+    assert warning["detail"].startswith("alarms.actions is empty:"), warning["detail"]
+
+
+def test_plan_of_alarms_with_actions_says_nothing(
+    plan_diagnostics: dict[str, list[dict[str, Any]]],
+) -> None:
+    assert plan_diagnostics["alarms_with_actions"] == []
