@@ -473,21 +473,25 @@ variable "consumers" {
 
   # EventBridge refuses a pattern field whose value is neither an array of
   # values/matchers nor an object of nested fields ({ source = "orders" }), but
-  # only when the rule is created. Checked down to four levels (detail.payload.a.b);
-  # matcher objects inside arrays ({ prefix = "x" }) are left to EventBridge.
+  # only when the rule is created. Checked down to four levels (detail.payload.a.b),
+  # one line per level; matcher objects inside arrays ({ prefix = "x" }) are left
+  # to EventBridge.
   validation {
-    condition = alltrue([for c in values(var.consumers) : length(flatten([
-      [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${f1}" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))],
-      [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${f1}.${f2}" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))],
-      [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${f1}.${f2}.${f3}" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))],
-      [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${f1}.${f2}.${f3}.${f4}" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))],
-    ])) == 0])
-    error_message = "In an event_pattern every field's value must be an array of values or matchers (source = [\"orders\"], not source = \"orders\") or an object of nested fields. Invalid for: ${join("; ", [for key, paths in { for key, c in var.consumers : key => join(", ", flatten([
-      [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${f1}" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))],
-      [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${f1}.${f2}" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))],
-      [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${f1}.${f2}.${f3}" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))],
-      [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${f1}.${f2}.${f3}.${f4}" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))],
-    ])) } : "${key} (${paths})" if paths != ""])}."
+    condition = length(concat(
+      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
+      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
+      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
+      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
+    )) == 0
+    error_message = format(
+      "In an event_pattern every field's value must be an array of values or matchers (source = [\"orders\"], not source = \"orders\") or an object of nested fields. Invalid for: %s.",
+      join(", ", concat(
+        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
+        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
+        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
+        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
+      )),
+    )
   }
 
   validation {

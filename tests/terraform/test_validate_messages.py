@@ -80,7 +80,7 @@ CASES: dict[str, Case] = {
         ),
         (
             "every field's value must be an array",
-            "Invalid for: billing (source, detail.payload.total).",
+            "Invalid for: billing (source), billing (detail.payload.total).",
         ),
     ),
     "function_arn": Case(
