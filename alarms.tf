@@ -187,6 +187,20 @@ locals {
 }
 
 ################################################################################
+# Alarms: someone to notify
+################################################################################
+
+# Alarms without actions change state in the console and notify no one. Not an
+# error (a caller may wire them elsewhere, e.g. through EventBridge's alarm state
+# change events), so a warning at every plan rather than a validation.
+check "alarms_notify_someone" {
+  assert {
+    condition     = !anytrue(values(local.alarm_enabled)) || length(var.alarms.actions) > 0
+    error_message = "alarms.actions is empty: the outbox's alarms (stream falling behind, quarantined events, messages in a DLQ, ...) will change state without notifying anyone. Set alarms.actions to an SNS topic ARN (and ok_actions if you want the all-clear), or alarms.enabled = false if you alarm on these metrics elsewhere."
+  }
+}
+
+################################################################################
 # Alarms: one metric each
 ################################################################################
 

@@ -5,9 +5,6 @@
 locals {
   reference_consumer_handler = "dynamodb_outbox.reference_consumer.handler"
 
-  # Lambda function, IAM role and EventBridge rule names: 64 characters.
-  consumer_max_name_chars = 64
-
   # The functions the module deploys (the reference consumer) and the callers' own.
   # Decided by `function == null`, which is known at plan even when the caller's
   # function ARN is not (a function created in the same apply).
@@ -41,9 +38,14 @@ locals {
   consumer_dlq_arns     = { for key, name in local.consumer_names : key => "${local.arn_prefix}:sqs:${local.arn_region_account}:${name}-dlq" }
   idempotency_table_arn = "${local.arn_prefix}:dynamodb:${local.arn_region_account}:table/${local.idempotency_table_name}"
 
-  # Where each consumer's events come from: its rule, or the topic. A consumer
-  # without the pattern or filter policy publish_to needs gets neither, and fails
-  # the precondition on its queue with a message saying what to set.
+  # Also the reference consumers' log groups: a policy that read the log group's
+  # `arn` attribute would be read again at apply, for every consumer, whenever any
+  # consumer is added (Terraform defers a data source whose resource has changes
+  # pending), and every role policy would show as changing.
+  consumer_log_group_arns = { for key, name in local.consumer_names : key => "${local.arn_prefix}:logs:${local.arn_region_account}:log-group:/aws/lambda/${name}" }
+
+  # Where each consumer's events come from: its rule, or the topic (var.consumers
+  # validates that each has the pattern or filter policy publish_to needs).
   consumer_rules         = local.publish_to_sns ? {} : { for key, c in var.consumers : key => c if c.event_pattern != null }
   consumer_subscriptions = local.publish_to_sns ? { for key, c in var.consumers : key => c if c.filter_policy != null } : {}
 
@@ -88,7 +90,7 @@ resource "aws_dynamodb_table" "idempotency" {
     kms_key_arn = var.kms_key_arn
   }
 
-  deletion_protection_enabled = var.table.deletion_protection_enabled
+  deletion_protection_enabled = var.idempotency_table.deletion_protection_enabled
 
   tags = local.tags
 
@@ -209,18 +211,6 @@ resource "aws_sqs_queue" "consumer" {
   tags = local.tags
 
   lifecycle {
-    # Checks that involve other inputs than `consumers` (Terraform 1.5 validation
-    # blocks cannot refer to them).
-    precondition {
-      condition     = length(local.consumer_names[each.key]) <= local.consumer_max_name_chars
-      error_message = "Consumer \"${each.key}\": \"${local.consumer_names[each.key]}\" has ${length(local.consumer_names[each.key])} characters; the consumer's function, role and rule names allow ${local.consumer_max_name_chars}. Shorten the key or var.name (together at most ${local.consumer_max_name_chars - 10} characters)."
-    }
-
-    precondition {
-      condition     = local.publish_to_sns ? each.value.filter_policy != null && each.value.event_pattern == null : each.value.event_pattern != null && each.value.filter_policy == null
-      error_message = local.publish_to_sns ? "Consumer \"${each.key}\": with publish_to = \"sns\" set filter_policy (a JSON filter policy on the message attributes event_type and source) and leave event_pattern unset." : "Consumer \"${each.key}\": with publish_to = \"eventbridge\" set event_pattern (a JSON EventBridge event pattern) and leave filter_policy unset (filter_policy is for publish_to = \"sns\")."
-    }
-
     postcondition {
       condition     = self.arn == local.consumer_queue_arns[each.key]
       error_message = "The queue's ARN is ${self.arn}, not the ${local.consumer_queue_arns[each.key]} its policies were given."
@@ -341,7 +331,7 @@ data "aws_iam_policy_document" "consumer_function" {
       "logs:CreateLogStream",
       "logs:PutLogEvents",
     ]
-    resources = ["${aws_cloudwatch_log_group.consumer[each.key].arn}:*"]
+    resources = ["${local.consumer_log_group_arns[each.key]}:*"]
   }
 }
 
@@ -387,6 +377,13 @@ resource "aws_cloudwatch_log_group" "consumer" {
   kms_key_id        = var.kms_key_arn
 
   tags = local.tags
+
+  lifecycle {
+    postcondition {
+      condition     = self.arn == local.consumer_log_group_arns[each.key]
+      error_message = "The log group's ARN is ${self.arn}, not the ${local.consumer_log_group_arns[each.key]} its function's policy was given."
+    }
+  }
 }
 
 resource "aws_lambda_function" "consumer" {
@@ -462,6 +459,8 @@ resource "aws_lambda_event_source_mapping" "consumer" {
       maximum_concurrency = scaling_config.value
     }
   }
+
+  tags = local.tags
 
   # Lambda checks that the function's role can read the queue when it creates the
   # mapping.

@@ -268,8 +268,8 @@ resource "aws_lambda_event_source_mapping" "publisher" {
     }
   }
 
-  # No tags: tagging event source mappings needs hashicorp/aws >= 5.70 and the
-  # module supports every 5.x.
+  # Tags on event source mappings: hashicorp/aws 5.70, below versions.tf's floor.
+  tags = local.tags
 
   # Lambda checks the role can read the stream when the mapping is created.
   depends_on = [aws_iam_role_policy.publisher]

@@ -91,7 +91,9 @@ variable "table" {
     - `stream_view_type`: NEW_IMAGE (default) or NEW_AND_OLD_IMAGES.
     - `billing_mode`: PAY_PER_REQUEST (default) or PROVISIONED (then set `read_capacity`
       and `write_capacity`).
-    - `deletion_protection_enabled`: default true.
+    - `deletion_protection_enabled`: default true (the outbox table only; the idempotency
+      table has its own setting, `idempotency_table`). `terraform destroy` fails on a
+      protected table: apply false first.
     - `ttl_attribute_name`: attribute holding the expiry time (epoch seconds), default
       "expires_at"; "" turns TTL off.
     Point-in-time recovery and server-side encryption are always on.
@@ -467,9 +469,17 @@ variable "consumers" {
   default  = {}
   nullable = false
 
+  # Every message names the consumer keys it refuses ("Invalid for: ..."), so a
+  # map of ten consumers does not have to be searched for the wrong one.
   validation {
     condition     = alltrue([for key in keys(var.consumers) : can(regex("^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$", key))])
     error_message = "Consumer keys must be 1 to 32 characters of lowercase letters, digits and hyphens, start with a letter and not end with a hyphen (they name the consumer's queue, rule, function and role). Invalid: ${join(", ", [for key in keys(var.consumers) : "\"${key}\"" if !can(regex("^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$", key))])}."
+  }
+
+  # Lambda function, IAM role and EventBridge rule names: 64 characters.
+  validation {
+    condition     = alltrue([for key in keys(var.consumers) : length("${var.name}-${key}-consumer") <= 64])
+    error_message = "A consumer's function, role and rule are named <name>-<key>-consumer, at most 64 characters: the key and var.name together at most 54. Too long for: ${join(", ", [for key in keys(var.consumers) : "${key} (\"${var.name}-${key}-consumer\", ${length("${var.name}-${key}-consumer")} characters)" if length("${var.name}-${key}-consumer") > 64])}. Shorten the key or var.name."
   }
 
   validation {
@@ -478,6 +488,29 @@ variable "consumers" {
       c.event_pattern == null ? true : try(length(keys(jsondecode(c.event_pattern))) > 0, false)
     ])
     error_message = "A consumer's event_pattern must be a non-empty JSON object, e.g. jsonencode({ source = [\"orders\"] }). Invalid for: ${join(", ", [for key, c in var.consumers : key if c.event_pattern != null && !try(length(keys(jsondecode(c.event_pattern))) > 0, false)])}."
+  }
+
+  # EventBridge refuses a pattern field whose value is neither an array of
+  # values/matchers nor an object of nested fields ({ source = "orders" }), but
+  # only when the rule is created. Checked down to four levels (detail.payload.a.b),
+  # one line per level; matcher objects inside arrays ({ prefix = "x" }) are left
+  # to EventBridge.
+  validation {
+    condition = length(concat(
+      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
+      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
+      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
+      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
+    )) == 0
+    error_message = format(
+      "In an event_pattern every field's value must be an array of values or matchers (source = [\"orders\"], not source = \"orders\") or an object of nested fields. Invalid for: %s.",
+      join(", ", concat(
+        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
+        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
+        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
+        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
+      )),
+    )
   }
 
   validation {
@@ -493,12 +526,21 @@ variable "consumers" {
     error_message = "Set either event_pattern (publish_to = \"eventbridge\") or filter_policy (publish_to = \"sns\") on a consumer, not both. Both set on: ${join(", ", [for key, c in var.consumers : key if c.event_pattern != null && c.filter_policy != null])}."
   }
 
+  # What publish_to needs; a consumer with both set has the message above.
+  validation {
+    condition = alltrue([
+      for c in values(var.consumers) :
+      c.event_pattern != null && c.filter_policy != null ? true : (var.publish_to == "sns" ? c.filter_policy != null : c.event_pattern != null)
+    ])
+    error_message = var.publish_to == "sns" ? "With publish_to = \"sns\" every consumer needs a filter_policy (a JSON filter policy on the message attributes event_type and source) and no event_pattern. Invalid for: ${join(", ", [for key, c in var.consumers : key if c.filter_policy == null])}." : "With publish_to = \"eventbridge\" every consumer needs an event_pattern (a JSON EventBridge event pattern) and no filter_policy (that is for publish_to = \"sns\"). Invalid for: ${join(", ", [for key, c in var.consumers : key if c.event_pattern == null])}."
+  }
+
   validation {
     condition = alltrue([
       for c in values(var.consumers) :
       c.function == null ? true : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", c.function.arn))
     ])
-    error_message = "A consumer's function.arn must be a Lambda function ARN (arn:<partition>:lambda:<region>:<account>:function:<name>, optionally :<alias or version>)."
+    error_message = "A consumer's function.arn must be a Lambda function ARN (arn:<partition>:lambda:<region>:<account>:function:<name>, optionally :<alias or version>). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (\"${c.function.arn}\")" if c.function != null && !can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", try(c.function.arn, "")))])}."
   }
 
   validation {
@@ -506,17 +548,17 @@ variable "consumers" {
       for c in values(var.consumers) :
       c.function == null ? true : (c.function.role_name == null ? true : can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name)))
     ])
-    error_message = "A consumer's function.role_name must be null or an IAM role NAME (1 to 64 of letters, digits and +=,.@_-), not an ARN."
+    error_message = "A consumer's function.role_name must be null or an IAM role NAME (1 to 64 of letters, digits and +=,.@_-), not an ARN. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (\"${c.function.role_name}\")" if try(!can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name)) && c.function.role_name != null, false)])}."
   }
 
   validation {
     condition     = alltrue([for c in values(var.consumers) : c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds])
-    error_message = "A consumer's function_timeout_seconds must be a whole number of seconds from 1 to 900."
+    error_message = "A consumer's function_timeout_seconds must be a whole number of seconds from 1 to 900. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.function_timeout_seconds})" if !(c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds)])}."
   }
 
   validation {
     condition     = alltrue([for c in values(var.consumers) : c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb])
-    error_message = "A consumer's function_memory_size_mb must be a whole number of MB from 128 to 10240."
+    error_message = "A consumer's function_memory_size_mb must be a whole number of MB from 128 to 10240. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.function_memory_size_mb})" if !(c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb)])}."
   }
 
   validation {
@@ -524,7 +566,7 @@ variable "consumers" {
       for c in values(var.consumers) :
       c.visibility_timeout_seconds == null ? true : (c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds)
     ])
-    error_message = "A consumer's visibility_timeout_seconds must be null (6 x function_timeout_seconds) or a whole number of seconds up to 43200, the SQS maximum."
+    error_message = "A consumer's visibility_timeout_seconds must be null (6 x function_timeout_seconds) or a whole number of seconds up to 43200, the SQS maximum. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.visibility_timeout_seconds})" if try(!(c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds), false)])}."
   }
 
   validation {
@@ -537,22 +579,22 @@ variable "consumers" {
 
   validation {
     condition     = alltrue([for c in values(var.consumers) : c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds])
-    error_message = "A consumer's message_retention_seconds must be a whole number from 60 to 1209600 (14 days)."
+    error_message = "A consumer's message_retention_seconds must be a whole number from 60 to 1209600 (14 days). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.message_retention_seconds})" if !(c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds)])}."
   }
 
   validation {
     condition     = alltrue([for c in values(var.consumers) : c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count])
-    error_message = "A consumer's max_receive_count must be a whole number from 1 to 1000 (5 or more is recommended: a batch that fails for an unrelated reason counts a receive for every message in it)."
+    error_message = "A consumer's max_receive_count must be a whole number from 1 to 1000 (5 or more is recommended: a batch that fails for an unrelated reason counts a receive for every message in it). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.max_receive_count})" if !(c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count)])}."
   }
 
   validation {
     condition     = alltrue([for c in values(var.consumers) : c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size])
-    error_message = "A consumer's batch_size must be a whole number from 1 to 10000."
+    error_message = "A consumer's batch_size must be a whole number from 1 to 10000. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.batch_size})" if !(c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size)])}."
   }
 
   validation {
     condition     = alltrue([for c in values(var.consumers) : c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds])
-    error_message = "A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300."
+    error_message = "A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_batching_window_in_seconds})" if !(c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds)])}."
   }
 
   validation {
@@ -565,18 +607,35 @@ variable "consumers" {
       for c in values(var.consumers) :
       c.maximum_concurrency == null ? true : (c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency)
     ])
-    error_message = "A consumer's maximum_concurrency must be null (no limit) or a whole number from 2 to 1000 (AWS's range for SQS event sources)."
+    error_message = "A consumer's maximum_concurrency must be null (no limit) or a whole number from 2 to 1000 (AWS's range for SQS event sources). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_concurrency})" if try(!(c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency), false)])}."
   }
 
   validation {
     condition     = alltrue([for c in values(var.consumers) : c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds])
-    error_message = "A consumer's maximum_event_age_in_seconds must be a whole number from 60 to 86400 (EventBridge's range)."
+    error_message = "A consumer's maximum_event_age_in_seconds must be a whole number from 60 to 86400 (EventBridge's range). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_event_age_in_seconds})" if !(c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds)])}."
   }
 
   validation {
     condition     = alltrue([for c in values(var.consumers) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts])
-    error_message = "A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range)."
+    error_message = "A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_retry_attempts})" if !(c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts)])}."
   }
+}
+
+variable "idempotency_table" {
+  description = <<-EOT
+    The consumers' idempotency table `<name>-idempotency`, created when a consumer uses the
+    toolkit (the reference consumer always does).
+    - `deletion_protection_enabled`: default false. Unlike the outbox table (`table`), it holds
+      nothing that outlives its TTL: idempotency records and the reference consumer's ledger
+      entries all expire (`expiration`), and losing them only lets an event redelivered within
+      that window take effect again. Off by default so that `terraform destroy` works, also on a
+      stack whose outbox table the module does not own; set true to protect it anyway.
+  EOT
+  type = object({
+    deletion_protection_enabled = optional(bool, false)
+  })
+  default  = {}
+  nullable = false
 }
 
 ################################################################################
@@ -702,6 +761,8 @@ variable "alarms" {
     - `disabled`: keys of alarms not to create (a consumer alarm key turns it off for every
       consumer).
     - `actions`: ARNs notified when an alarm fires (SNS topics, ...); `ok_actions`: when it clears.
+      Empty by default: the alarms then notify no one, and every plan warns
+      (check "alarms_notify_someone").
     - `period_seconds`: evaluation period of the function and queue alarms, a multiple of 60,
       default 300.
   EOT
@@ -738,8 +799,15 @@ variable "alarms" {
   }
 
   validation {
-    condition     = length(var.alarms.actions) <= 5 && length(var.alarms.ok_actions) <= 5 && alltrue([for arn in concat(var.alarms.actions, var.alarms.ok_actions) : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:", arn))])
-    error_message = "The alarms.actions and alarms.ok_actions must each hold at most 5 ARNs (CloudWatch's limit), e.g. arn:aws:sns:<region>:<account>:<topic>."
+    condition     = length(var.alarms.actions) <= 5 && length(var.alarms.ok_actions) <= 5
+    error_message = "The alarms.actions and alarms.ok_actions must each hold at most 5 ARNs (CloudWatch's limit); actions has ${length(var.alarms.actions)}, ok_actions ${length(var.alarms.ok_actions)}."
+  }
+
+  # arn:<partition>:<service>:<region>:<account>:<resource>; the account field is
+  # "ec2" in EC2 actions (arn:aws:automate:<region>:ec2:stop).
+  validation {
+    condition     = alltrue([for arn in concat(var.alarms.actions, var.alarms.ok_actions) : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])
+    error_message = "Malformed ARN in alarms.actions or alarms.ok_actions: ${join(", ", [for arn in concat(var.alarms.actions, var.alarms.ok_actions) : "\"${arn}\"" if !can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])}. An action is an ARN, arn:<partition>:<service>:<region>:<account>:<resource>, e.g. arn:aws:sns:eu-west-1:111122223333:alerts."
   }
 
   validation {

@@ -1,6 +1,8 @@
 terraform {
-  # 1.5: `check` blocks, postconditions on data sources, optional() defaults.
-  required_version = ">= 1.5"
+  # 1.9: validations that refer to other inputs (consumers vs name and
+  # publish_to), so `terraform validate` reports them; also `check` blocks,
+  # postconditions on data sources and optional() defaults (1.5).
+  required_version = ">= 1.9"
 
   required_providers {
     # The only provider: the module must `init` from a provider mirror in

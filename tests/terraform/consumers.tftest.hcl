@@ -139,7 +139,10 @@ override_resource {
 # billing: the caller's own function (with its role's name); audit: the module's
 # reference consumer.
 variables {
-  name = "orders-outbox"
+  # Someone to notify: with no alarms.actions the alarms' check block
+  # (alarms.tf) fails, which terraform test reports as an error.
+  alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"] }
+  name   = "orders-outbox"
   tags = {
     Team = "orders"
   }
@@ -602,14 +605,47 @@ run "idempotency_table_keys_on_id_with_ttl_pitr_and_sse" {
     condition = (
       aws_dynamodb_table.idempotency[0].point_in_time_recovery[0].enabled
       && aws_dynamodb_table.idempotency[0].server_side_encryption[0].enabled
-      && aws_dynamodb_table.idempotency[0].deletion_protection_enabled == true
     )
-    error_message = "PITR, SSE and deletion protection (following table.deletion_protection_enabled) must be on."
+    error_message = "PITR and SSE must be on."
+  }
+
+  assert {
+    condition     = aws_dynamodb_table.idempotency[0].deletion_protection_enabled == false && aws_dynamodb_table.this[0].deletion_protection_enabled == true
+    error_message = "The idempotency table's deletion protection is its own setting, off by default, whatever the outbox table's (on by default)."
   }
 
   assert {
     condition     = output.idempotency_table_name == "orders-outbox-idempotency" && output.idempotency_table_arn == aws_dynamodb_table.idempotency[0].arn
     error_message = "The idempotency table outputs must describe it."
+  }
+}
+
+# An existing outbox table: the module owns only the idempotency table, which
+# must not block `terraform destroy` unless asked to.
+run "idempotency_table_is_unprotected_by_default_beside_an_existing_table" {
+  command = plan
+
+  variables {
+    table = { create = false, name = "orders" }
+  }
+
+  assert {
+    condition     = aws_dynamodb_table.idempotency[0].deletion_protection_enabled == false
+    error_message = "With an existing table, nothing the module creates may be deletion-protected by default."
+  }
+}
+
+run "idempotency_table_protection_follows_its_own_setting" {
+  command = plan
+
+  variables {
+    table             = { deletion_protection_enabled = false }
+    idempotency_table = { deletion_protection_enabled = true }
+  }
+
+  assert {
+    condition     = aws_dynamodb_table.idempotency[0].deletion_protection_enabled == true && aws_dynamodb_table.this[0].deletion_protection_enabled == false
+    error_message = "idempotency_table.deletion_protection_enabled protects the idempotency table, independently of table.deletion_protection_enabled."
   }
 }
 
@@ -851,6 +887,8 @@ run "tags_reach_every_taggable_consumer_resource" {
       aws_cloudwatch_log_group.consumer["audit"].tags == var.tags,
       aws_iam_role.consumer["audit"].tags == var.tags,
       aws_lambda_function.consumer["audit"].tags == var.tags,
+      aws_lambda_event_source_mapping.consumer["audit"].tags == var.tags,
+      aws_lambda_event_source_mapping.consumer["billing"].tags == var.tags,
     ])
     error_message = "var.tags must be set on every taggable consumer resource."
   }
@@ -924,12 +962,13 @@ run "consumer_key_of_33_characters_is_rejected" {
 run "name_and_key_longer_than_54_characters_are_rejected" {
   command = plan
 
+  # "<name>-<key>-consumer": 40 + 1 + 15 + 9 = 65 characters.
   variables {
     name      = "a234567890123456789012345678901234567890"
-    consumers = { a2345678901234 = { event_pattern = "{\"source\":[\"orders\"]}" } }
+    consumers = { a23456789012345 = { event_pattern = "{\"source\":[\"orders\"]}" } }
   }
 
-  # The bus's and its DLQ's ARNs for this name (their policy is built from names).
+  # The ARNs the module builds from these names, for its postconditions.
   override_resource {
     target          = aws_cloudwatch_event_bus.this[0]
     override_during = plan
@@ -943,6 +982,75 @@ run "name_and_key_longer_than_54_characters_are_rejected" {
     override_during = plan
     values = {
       arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-event-bus-dlq"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.consumer["a23456789012345"]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-a23456789012345-consumer"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.consumer_dlq["a23456789012345"]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-a23456789012345-consumer-dlq"
+    }
+  }
+
+  override_resource {
+    target          = aws_dynamodb_table.idempotency[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:dynamodb:eu-west-1:111122223333:table/a234567890123456789012345678901234567890-idempotency"
+    }
+  }
+
+  override_resource {
+    target          = aws_cloudwatch_log_group.consumer["a23456789012345"]
+    override_during = plan
+    values = {
+      arn = "arn:aws:logs:eu-west-1:111122223333:log-group:/aws/lambda/a234567890123456789012345678901234567890-a23456789012345-consumer"
+    }
+  }
+
+  expect_failures = [var.consumers]
+}
+
+run "name_and_key_of_54_characters_are_accepted" {
+  command = plan
+
+  # 40 + 1 + 14 + 9 = 64 characters, the limit.
+  variables {
+    name      = "a234567890123456789012345678901234567890"
+    consumers = { a2345678901234 = { event_pattern = "{\"source\":[\"orders\"]}" } }
+  }
+
+  # The ARNs the module builds from these names, for its postconditions.
+  override_resource {
+    target          = aws_cloudwatch_event_bus.this[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:events:eu-west-1:111122223333:event-bus/a234567890123456789012345678901234567890"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-event-bus-dlq"
+    }
+  }
+
+  override_resource {
+    target          = aws_sqs_queue.consumer["a2345678901234"]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:eu-west-1:111122223333:a234567890123456789012345678901234567890-a2345678901234-consumer"
     }
   }
 
@@ -962,7 +1070,18 @@ run "name_and_key_longer_than_54_characters_are_rejected" {
     }
   }
 
-  expect_failures = [aws_sqs_queue.consumer]
+  override_resource {
+    target          = aws_cloudwatch_log_group.consumer["a2345678901234"]
+    override_during = plan
+    values = {
+      arn = "arn:aws:logs:eu-west-1:111122223333:log-group:/aws/lambda/a234567890123456789012345678901234567890-a2345678901234-consumer"
+    }
+  }
+
+  assert {
+    condition     = aws_lambda_function.consumer["a2345678901234"].function_name == "a234567890123456789012345678901234567890-a2345678901234-consumer"
+    error_message = "A 64-character consumer name is within the limit."
+  }
 }
 
 run "empty_event_pattern_is_rejected" {
@@ -995,6 +1114,48 @@ run "event_pattern_that_is_not_json_is_rejected" {
   expect_failures = [var.consumers]
 }
 
+run "event_pattern_value_that_is_a_string_is_rejected" {
+  command = plan
+
+  variables {
+    consumers = { audit = { event_pattern = "{\"source\":\"orders\"}" } }
+  }
+
+  expect_failures = [var.consumers]
+}
+
+run "event_pattern_nested_value_that_is_a_number_is_rejected" {
+  command = plan
+
+  variables {
+    consumers = { audit = { event_pattern = "{\"detail\":{\"payload\":{\"total\":42}}}" } }
+  }
+
+  expect_failures = [var.consumers]
+}
+
+run "event_pattern_with_matchers_and_nested_fields_is_accepted" {
+  command = plan
+
+  variables {
+    consumers = {
+      audit = {
+        event_pattern = jsonencode({
+          source        = ["orders"]
+          "detail-type" = ["OrderCreated", { prefix = "Order" }]
+          detail        = { payload = { total = [{ numeric = [">", 100] }], status = [{ "anything-but" = "TEST" }] } }
+          "$or"         = [{ account = ["111122223333"] }, { region = ["eu-west-1"] }]
+        })
+      }
+    }
+  }
+
+  assert {
+    condition     = jsondecode(aws_cloudwatch_event_rule.consumer["audit"].event_pattern).detail.payload.total == [{ numeric = [">", 100] }]
+    error_message = "Matcher objects inside arrays and nested fields are valid pattern values."
+  }
+}
+
 run "empty_filter_policy_is_rejected" {
   command = plan
 
@@ -1023,7 +1184,7 @@ run "filter_policy_with_eventbridge_is_rejected" {
     consumers = { audit = { filter_policy = "{\"source\":[\"orders\"]}" } }
   }
 
-  expect_failures = [aws_sqs_queue.consumer]
+  expect_failures = [var.consumers]
 }
 
 run "event_pattern_with_sns_is_rejected" {
@@ -1034,7 +1195,7 @@ run "event_pattern_with_sns_is_rejected" {
     consumers  = { audit = { event_pattern = "{\"source\":[\"orders\"]}" } }
   }
 
-  expect_failures = [aws_sqs_queue.consumer]
+  expect_failures = [var.consumers]
 }
 
 run "consumer_without_pattern_is_rejected" {
@@ -1044,7 +1205,7 @@ run "consumer_without_pattern_is_rejected" {
     consumers = { audit = {} }
   }
 
-  expect_failures = [aws_sqs_queue.consumer]
+  expect_failures = [var.consumers]
 }
 
 run "unknown_publish_to_is_rejected" {

@@ -17,7 +17,10 @@ override_resource {
 }
 
 variables {
-  name = "orders-outbox"
+  # Someone to notify: with no alarms.actions the alarms' check block
+  # (alarms.tf) fails, which terraform test reports as an error.
+  alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"] }
+  name   = "orders-outbox"
   tags = {
     Team = "orders"
   }
@@ -319,6 +322,7 @@ run "tags_reach_every_taggable_resource" {
       aws_cloudwatch_log_group.publisher.tags == var.tags,
       aws_iam_role.publisher.tags == var.tags,
       aws_lambda_function.publisher.tags == var.tags,
+      aws_lambda_event_source_mapping.publisher.tags == var.tags,
     ])
     error_message = "var.tags must be set on every taggable resource."
   }

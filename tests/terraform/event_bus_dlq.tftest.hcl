@@ -23,7 +23,10 @@ override_resource {
 }
 
 variables {
-  name = "orders-outbox"
+  # Someone to notify: with no alarms.actions the alarms' check block
+  # (alarms.tf) fails, which terraform test reports as an error.
+  alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"] }
+  name   = "orders-outbox"
 }
 
 run "bus_sends_what_it_cannot_process_to_its_dlq" {
@@ -158,6 +161,7 @@ run "bus_dlq_alarm_can_be_turned_off" {
   variables {
     alarms = {
       disabled = ["event_bus_dlq_depth"]
+      actions  = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
     }
   }
 

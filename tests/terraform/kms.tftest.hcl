@@ -44,7 +44,18 @@ override_resource {
   }
 }
 
+override_resource {
+  target          = aws_cloudwatch_log_group.consumer["audit"]
+  override_during = plan
+  values = {
+    arn = "arn:aws:logs:eu-west-1:111122223333:log-group:/aws/lambda/orders-outbox-audit-consumer"
+  }
+}
+
 variables {
+  # Someone to notify: with no alarms.actions the alarms' check block
+  # (alarms.tf) fails, which terraform test reports as an error.
+  alarms      = { actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"] }
   name        = "orders-outbox"
   kms_key_arn = "arn:aws:kms:eu-west-1:111122223333:key/0d9f4e56-1111-2222-3333-444455556666"
   consumers = {

@@ -59,7 +59,10 @@ override_resource {
 }
 
 variables {
-  name = "orders-outbox"
+  # Someone to notify: with no alarms.actions the alarms' check block
+  # (alarms.tf) fails, which terraform test reports as an error.
+  alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"] }
+  name   = "orders-outbox"
   tags = {
     Team = "orders"
   }
@@ -684,6 +687,9 @@ run "alarm_thresholds_are_inputs" {
     condition     = length(aws_cloudwatch_metric_alarm.this["publisher_errors"].alarm_actions) == 0
     error_message = "No actions by default."
   }
+
+  # ... and the plan says so (a warning outside terraform test).
+  expect_failures = [check.alarms_notify_someone]
 }
 
 run "alarms_can_be_turned_off" {
@@ -707,6 +713,7 @@ run "single_alarms_can_be_turned_off" {
   variables {
     alarms = {
       disabled = ["publisher_iterator_age", "quarantined_events"]
+      actions  = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
     }
   }
 
@@ -826,6 +833,7 @@ run "consumer_alarms_on_the_default_bus_and_turned_off" {
     }
     alarms = {
       disabled = ["consumer_dlq_age"]
+      actions  = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
     }
   }
 
@@ -861,6 +869,7 @@ run "cron_schedule_with_a_pending_age_threshold" {
     }
     alarms = {
       oldest_pending_age_threshold_seconds = 900
+      actions                              = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
     }
   }
 
@@ -1006,6 +1015,39 @@ run "alarm_action_that_is_not_an_arn_is_rejected" {
   }
 
   expect_failures = [var.alarms]
+}
+
+run "alarm_action_with_a_missing_account_field_is_rejected" {
+  command = plan
+
+  variables {
+    alarms = { ok_actions = ["arn:aws:sns:eu-west-1:oncall"] }
+  }
+
+  expect_failures = [var.alarms]
+}
+
+run "six_alarm_actions_are_rejected" {
+  command = plan
+
+  variables {
+    alarms = { actions = [for i in range(6) : "arn:aws:sns:eu-west-1:111122223333:oncall-${i}"] }
+  }
+
+  expect_failures = [var.alarms]
+}
+
+run "ec2_and_lambda_alarm_actions_are_accepted" {
+  command = plan
+
+  variables {
+    alarms = { actions = ["arn:aws:automate:eu-west-1:ec2:stop", "arn:aws:lambda:eu-west-1:111122223333:function:pager"] }
+  }
+
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.this["publisher_errors"].alarm_actions == toset(["arn:aws:automate:eu-west-1:ec2:stop", "arn:aws:lambda:eu-west-1:111122223333:function:pager"])
+    error_message = "EC2 actions (account field \"ec2\") and Lambda functions are valid alarm actions."
+  }
 }
 
 run "alarm_period_not_a_multiple_of_60_is_rejected" {

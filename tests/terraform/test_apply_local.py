@@ -341,6 +341,24 @@ def test_consumer_mapping_reports_batch_item_failures(
     assert mapping["BatchSize"] == 10
 
 
+def test_event_source_mappings_carry_the_stacks_tags(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any], consumer: dict[str, Any]
+) -> None:
+    lambda_client = aws_client("lambda")
+
+    tags = {
+        uuid: lambda_client.list_tags(
+            Resource=lambda_client.get_event_source_mapping(UUID=uuid)["EventSourceMappingArn"]
+        )["Tags"]
+        for uuid in (outputs["stream_mapping_uuid"], consumer["event_source_mapping_uuid"])
+    }
+
+    assert tags == {
+        outputs["stream_mapping_uuid"]: {"Environment": "local"},
+        consumer["event_source_mapping_uuid"]: {"Environment": "local"},
+    }
+
+
 def test_reference_consumer_runs_the_bundled_handler_with_its_own_scoped_role(
     aws_client: Callable[[str], Any], outputs: dict[str, Any], consumer: dict[str, Any]
 ) -> None:

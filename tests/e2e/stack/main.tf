@@ -3,7 +3,7 @@
 # credentials (AWS_PROFILE / AWS_REGION). Everything is destroyed after the test.
 
 terraform {
-  required_version = ">= 1.5"
+  required_version = ">= 1.9"
 
   required_providers {
     aws = {

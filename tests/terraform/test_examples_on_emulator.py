@@ -1,0 +1,205 @@
+"""examples/existing-table and examples/complete applied to the emulator, then destroyed.
+
+Each example is copied to a temporary directory with the module source made
+absolute and an override file (``emulator_override.tf``) that points the
+provider at the emulator and leaves out the public Powertools layer, which
+moto does not know. Nothing else of the example changes, so what is applied is
+what a caller copying the example gets. The two share the moto server of
+``examples/local`` (conftest.py) and their resource names, so they run one
+after the other, each destroyed before the next starts.
+
+Each apply costs a minute or so, most of it the provider's SQS waiters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.terraform.tfhelpers import EXAMPLES_DIR, REPO_ROOT, describe, run_terraform
+
+pytestmark = [pytest.mark.terraform, pytest.mark.apply]
+
+EMULATED_SERVICES = (
+    "cloudwatch",
+    "dynamodb",
+    "events",
+    "iam",
+    "kms",
+    "lambda",
+    "logs",
+    "scheduler",
+    "sns",
+    "sqs",
+    "sts",
+)
+
+MODULE_SOURCE = 'source = "../.."'
+
+
+def emulator_override(endpoint_url: str) -> str:
+    """Provider settings for the emulator, merged into the example's own provider block."""
+    endpoints = "\n".join(f'    {service} = "{endpoint_url}"' for service in EMULATED_SERVICES)
+    return f"""\
+provider "aws" {{
+  access_key                  = "test"
+  secret_key                  = "test"
+  skip_credentials_validation = true
+  skip_requesting_account_id  = true
+  skip_metadata_api_check     = true
+  skip_region_validation      = true
+
+  endpoints {{
+{endpoints}
+  }}
+}}
+
+# moto rejects layer ARNs it does not know.
+module "outbox" {{
+  powertools_layer_arn = ""
+}}
+"""
+
+
+class ExampleStack:
+    """A copy of one example, initialised, with terraform run in it."""
+
+    def __init__(self, example: str, workdir: Path, env: dict[str, str], moto_url: str) -> None:
+        self.workdir = workdir
+        self.env = {**env, "TF_DATA_DIR": str(workdir / ".terraform")}
+        shutil.copytree(
+            EXAMPLES_DIR / example,
+            workdir,
+            ignore=shutil.ignore_patterns(".terraform*", "*.tfstate*"),
+        )
+        main_tf = workdir / "main.tf"
+        text = main_tf.read_text()
+        assert text.count(MODULE_SOURCE) == 1, (
+            f"examples/{example}/main.tf: expected one {MODULE_SOURCE}"
+        )
+        main_tf.write_text(text.replace(MODULE_SOURCE, f'source = "{REPO_ROOT}"'))
+        (workdir / "emulator_override.tf").write_text(emulator_override(moto_url))
+
+    def run(self, *args: str) -> str:
+        result = run_terraform([*args, "-no-color"], cwd=self.workdir, env=self.env)
+        assert result.returncode == 0, describe(result)
+        return result.stdout
+
+    def attempt(self, *args: str) -> int:
+        return run_terraform([*args, "-no-color"], cwd=self.workdir, env=self.env).returncode
+
+    def resources_in_state(self) -> list[str]:
+        return self.run("state", "list").split()
+
+
+@pytest.fixture(scope="module")
+def existing_table_stack(
+    tf_env: dict[str, str], moto_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ExampleStack]:
+    stack = ExampleStack(
+        "existing-table", tmp_path_factory.mktemp("existing-table") / "stack", tf_env, moto_server
+    )
+    stack.run("init", "-input=false")
+    stack.run("apply", "-auto-approve", "-input=false")
+    try:
+        yield stack
+    finally:
+        if stack.resources_in_state():  # a test failed before it destroyed the stack
+            stack.attempt("destroy", "-auto-approve", "-input=false")
+
+
+def _changes(plan_json: str) -> dict[str, list[str]]:
+    plan = json.loads(plan_json)
+    return {
+        change["address"]: change["change"]["actions"]
+        for change in plan.get("resource_changes", [])
+        if change["change"]["actions"] != ["no-op"]
+    }
+
+
+def test_adding_a_consumer_plans_only_the_new_consumers_resources(
+    existing_table_stack: ExampleStack,
+) -> None:
+    """A second consumer next to the example's `audit`: nothing of `audit` may change.
+
+    Terraform defers reading a data source that refers to a resource with
+    changes pending, even another instance of it: a policy built from one
+    consumer's log group ARN made every consumer's role policy "known after
+    apply" as soon as any consumer was added.
+    """
+    stack = existing_table_stack
+    added = stack.workdir / "added_consumer_override.tf"
+    added.write_text(
+        """\
+module "outbox" {
+  consumers = {
+    audit   = { event_pattern = jsonencode({ source = [var.event_source] }) }
+    billing = { event_pattern = jsonencode({ "detail-type" = ["OrderCreated"] }) }
+  }
+}
+"""
+    )
+    try:
+        stack.run("plan", "-input=false", "-out=added.tfplan")
+        changes = _changes(stack.run("show", "-json", "added.tfplan"))
+    finally:
+        added.unlink()
+
+    of_billing = re.compile(r'\["(?:[a-z_]+/)?billing"\]$')
+    others = {
+        address: actions for address, actions in changes.items() if not of_billing.search(address)
+    }
+    assert others == {}, f"adding `billing` also plans: {others}"
+    created = {address for address, actions in changes.items() if actions == ["create"]}
+    assert {
+        'module.outbox.aws_sqs_queue.consumer["billing"]',
+        'module.outbox.aws_sqs_queue.consumer_dlq["billing"]',
+        'module.outbox.aws_iam_role_policy.consumer["billing"]',
+        'module.outbox.aws_lambda_event_source_mapping.consumer["billing"]',
+    } <= created, sorted(changes)
+
+
+def test_existing_table_example_destroys_cleanly(existing_table_stack: ExampleStack) -> None:
+    """The module owns no table here but the idempotency table, which must not block destroy."""
+    stack = existing_table_stack
+
+    stack.run("destroy", "-auto-approve", "-input=false")
+
+    assert stack.resources_in_state() == []
+
+
+def test_complete_example_applies_and_destroys_cleanly(
+    tf_env: dict[str, str], moto_server: str, tmp_path: Path
+) -> None:
+    """Applied as written, re-planned empty, then torn down as the README says.
+
+    The example protects its outbox table (`deletion_protection_enabled = true`),
+    so tearing it down takes the two steps of the README: apply with the
+    protection off, then destroy.
+    """
+    stack = ExampleStack("complete", tmp_path / "stack", tf_env, moto_server)
+    stack.run("init", "-input=false")
+    try:
+        stack.run("apply", "-auto-approve", "-input=false")
+        assert stack.attempt("plan", "-input=false", "-detailed-exitcode") == 0, (
+            "a re-plan after apply must be empty"
+        )
+
+        main_tf = stack.workdir / "main.tf"
+        protected = "deletion_protection_enabled = true"
+        assert main_tf.read_text().count(protected) == 1
+        main_tf.write_text(
+            main_tf.read_text().replace(protected, "deletion_protection_enabled = false")
+        )
+        stack.run("apply", "-auto-approve", "-input=false")
+        stack.run("destroy", "-auto-approve", "-input=false")
+
+        assert stack.resources_in_state() == []
+    finally:
+        if stack.resources_in_state():
+            stack.attempt("destroy", "-auto-approve", "-input=false")
