@@ -9,8 +9,9 @@ and lets ``--check`` prove the committed zip matches ``lambda/``.
 
 What goes in: the ``dynamodb_outbox`` package without its ``local`` runtime
 (test tooling, not shipped) and its ``ops`` CLI (``outbox-ops`` runs on an
-operator's machine from a pip install; no handler imports it), and python-ulid, which makes the event ids (the
-package's one third-party dependency Lambda does not provide): its ``ulid``
+operator's machine from a pip install; no handler imports it), and
+python-ulid, which makes the event ids (the package's one third-party
+dependency Lambda does not provide): its ``ulid``
 package and the ``METADATA`` and license of its dist-info (python-ulid reads its
 own version from it at import). The python-ulid shipped is the one installed,
 which must be the version requirements-dev.txt pins. boto3 comes from the

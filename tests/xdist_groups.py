@@ -28,11 +28,18 @@ _EMULATOR_APPLY_PREFIXES = (
     "tests/terraform/test_terraform_static.py::test_module_initialises_offline_and_validates"
     "[examples/local]",
 )
+#: examples/existing-table applied once (module fixture), planned, then destroyed.
+EXISTING_TABLE_STACK = "examples-existing-table-stack"
+_EXISTING_TABLE_PREFIXES = (
+    "tests/terraform/test_examples_on_emulator.py::test_adding_a_consumer_plans_only",
+    "tests/terraform/test_examples_on_emulator.py::test_existing_table_example_destroys",
+)
 #: Modules whose tests share a module-scoped fixture or module-level state.
 WHOLE_MODULES = (
     "tests/demo/test_demo.py",  # demo_run: one `make demo` for the module
     "tests/reliability/test_generated_inputs.py",  # stack; GENERATED, totalled last
     "tests/unit/test_typing.py",  # mypy's cache directory
+    "tests/terraform/test_validate_messages.py",  # the cases' root module, initialised once
 )
 
 
@@ -40,6 +47,8 @@ def group_of(nodeid: str) -> str:
     """The scheduling scope of a test: its group, or its own node id."""
     if nodeid.startswith(_EMULATOR_APPLY_PREFIXES):
         return EMULATOR_APPLY
+    if nodeid.startswith(_EXISTING_TABLE_PREFIXES):
+        return EXISTING_TABLE_STACK
     module = nodeid.split("::", 1)[0]
     if module in WHOLE_MODULES:
         return module
