@@ -225,6 +225,10 @@ module "outbox" {
 
   log_retention_days = 90
 
+  alarms = {
+    actions = var.alarm_actions
+  }
+
   publisher = {
     memory_size_mb   = 512
     timeout_seconds  = 120

@@ -25,3 +25,9 @@ variable "billing_function" {
   })
   default = null
 }
+
+variable "alarm_actions" {
+  description = "SNS topic ARNs the module's alarms notify (your on-call topic). Empty: the alarms only change state, and every plan warns so."
+  type        = list(string)
+  default     = []
+}

@@ -57,11 +57,26 @@ override_resource {
   }
 }
 
+# The module's postcondition compares the log group's ARN with the one its
+# policy was built from (consumers.tf).
+override_resource {
+  target          = module.outbox.aws_cloudwatch_log_group.consumer["audit"]
+  override_during = plan
+  values = {
+    arn = "arn:aws:logs:eu-west-1:111122223333:log-group:/aws/lambda/orders-outbox-audit-consumer"
+  }
+}
+
 run "every_service_statement_that_uses_the_key_is_held_to_this_stack" {
   command = plan
 
   module {
     source = "./examples/complete"
+  }
+
+  # Someone to notify, or the module's alarms check fails the run.
+  variables {
+    alarm_actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
   }
 
   assert {
