@@ -67,7 +67,7 @@ e2e: $(STAMP) ## REAL AWS (billable): apply tests/e2e/stack, an order and a pois
 # Workers for pytest-xdist. More than the 2 cores the suite is budgeted for:
 # the emulator applies and the demo spend most of their time waiting (the AWS
 # provider polls SQS for 25 s per queue), which other workers fill.
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 6
 
 test: $(STAMP) $(CHECKOV_STAMP) ## the whole suite (what CI runs), with the time of each stage
 	@$(PY) scripts/timed_stages.py \
