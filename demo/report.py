@@ -268,7 +268,8 @@ def _fault_checks(report: Report) -> None:
             f.throttle.fired and not never_published,
             (
                 f"{f.throttle.throttled} of {f.throttle.entries_in_call} entries of one call "
-                "answered ThrottlingException; the publisher checkpointed at the first one and "
+                "answered ThrottlingException; the publisher retried just those (backoff, within "
+                "the invocation's time, checkpointing only what still failed) and "
                 + (
                     "all of them were published on the retry"
                     if not never_published
