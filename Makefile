@@ -68,13 +68,16 @@ e2e: $(STAMP) ## REAL AWS (billable): apply tests/e2e/stack, an order and a pois
 # the emulator applies and the demo spend most of their time waiting (the AWS
 # provider polls SQS for 25 s per queue), which other workers fill.
 PYTEST_WORKERS ?= 6
+# pytest runs with bytecode writes on even where the shell turns them off
+# (PYTHONDONTWRITEBYTECODE): every worker collects the whole suite, and the
+# rewritten test modules are then compiled once, not once per worker and run.
 
 test: $(STAMP) $(CHECKOV_STAMP) ## the whole suite (what CI runs), with the time of each stage
 	@$(PY) scripts/timed_stages.py \
 		"package-check=$(PY) scripts/build_package.py --check" \
 		"lint=$(MAKE) --no-print-directory lint" \
 		"fmt-check=terraform fmt -check -recursive" \
-		"pytest=$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope"
+		"pytest=env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope"
 
 clean: ## remove the venv and Terraform working files
 	rm -rf $(VENV) $(CHECKOV_VENV) .tfcli .pytest_cache .mypy_cache .ruff_cache

@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
+from tests.shared_parsers import cache_jsonpath_parse, share_botocore_loader
 from tests.xdist_groups import is_grouped, scheduler
+
+share_botocore_loader()
+cache_jsonpath_parse()
 
 
 def pytest_configure(config: pytest.Config) -> None:
