@@ -637,12 +637,12 @@ class OutboxWriter:
 
         The counterpart of :meth:`write` for a change rather than a whole item:
         ``key`` holds the entity's string key attributes (``PK`` and ``SK`` by
-        default), ``update_expression``
-        its ``UpdateExpression`` with ``names``/``values`` placeholders, shared
-        with ``condition`` (e.g. ``Condition("#status = :placed", ...)``; with
-        ``return_old_item=True`` the item that failed it comes back on the
-        :class:`CancellationReason`). The Update is action 0 with role
-        ``"entity"``, the events follow, then ``extra_actions``.
+        default), ``update_expression`` its ``UpdateExpression`` with
+        ``names``/``values`` placeholders, shared with ``condition`` (e.g.
+        ``Condition("#status = :placed", ...)``; with ``return_old_item=True``
+        the item that failed it comes back on the :class:`CancellationReason`).
+        The Update is action 0 with role ``"entity"``, the events follow, then
+        ``extra_actions``.
 
         Raises like :meth:`write`.
         """
