@@ -23,7 +23,8 @@ from dynamodb_outbox.envelope import (
     STATUS_QUARANTINED,
     outbox_item,
 )
-from dynamodb_outbox.local import StreamMapping, VirtualClock, mapping_config
+from dynamodb_outbox.local import LambdaContext, StreamMapping, VirtualClock, mapping_config
+from dynamodb_outbox.local.records import outbox_stream_record, stream_event
 from dynamodb_outbox.ops import main as outbox_ops
 from dynamodb_outbox.sweeper import runtime_from_environment, sweep
 from dynamodb_outbox.table_keys import TableKeys
@@ -220,3 +221,24 @@ def test_outbox_ops_refuses_key_names_naming_the_flag(
 
     assert code == 2
     assert "--sort-key: the sort key attribute name 'envelope'" in capsys.readouterr().err
+
+
+def test_a_built_stream_record_carries_the_tables_keys_and_the_publisher_takes_it(
+    table: str, keys: TableKeys, environment: dict[str, str], event_bus: EventBus
+) -> None:
+    # GIVEN the stream record of an outbox item, built for this table's keys
+    event = make_envelope()
+    record = outbox_stream_record("ORDER#1", event, "100", table_keys=keys)
+    assert record["dynamodb"]["Keys"] == {
+        keys.partition: {"S": "ORDER#1"},
+        keys.sort: {"S": event.outbox_sk},
+    }
+
+    # WHEN the publisher's entry point gets it
+    response = publisher.handler(
+        stream_event([record]), LambdaContext("arn:aws:lambda:us-east-1:1:function:publisher")
+    )
+
+    # THEN the event is published
+    assert response == {"batchItemFailures": []}
+    assert event_bus.received_ids() == [event.id]
