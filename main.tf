@@ -60,17 +60,20 @@ locals {
 ################################################################################
 
 locals {
-  # Outbox items share the entity's partition key and carry SK = "OUTBOX#<ulid>"
-  # (see lambda/dynamodb_outbox). The stream mapping keeps only their INSERTs:
+  # Outbox items share the entity's partition key and carry "OUTBOX#<ulid>" under
+  # the sort key, whatever its name (lambda/dynamodb_outbox/table_keys.py, which
+  # builds the same filter for tests). The stream mapping keeps only their INSERTs:
   # entity writes, quarantine updates and deletes of published items never reach
   # the publisher.
   outbox_sort_key_prefix = "OUTBOX#"
+  partition_key          = var.table.partition_key
+  sort_key               = var.table.sort_key
 
   stream_filter_pattern = jsonencode({
     eventName = ["INSERT"]
     dynamodb = {
       Keys = {
-        SK = { S = [{ prefix = local.outbox_sort_key_prefix }] }
+        (local.sort_key) = { S = [{ prefix = local.outbox_sort_key_prefix }] }
       }
     }
   })
@@ -83,7 +86,7 @@ locals {
   # ("00".."07") the writer derives from the ULID.
   pending_index_name      = "outbox-pending"
   pending_index_hash_key  = "outbox_pending_shard"
-  pending_index_range_key = "SK"
+  pending_index_range_key = local.sort_key
   pending_index_shards    = 8
 
   # Reproducible deployment package, built by `make package` from lambda/ and
@@ -97,10 +100,16 @@ locals {
   # What the publisher and sweeper may write in the application table
   # (dynamodb:Attributes conditions, publisher.tf and sweeper.tf): deletes carry
   # the key only; the quarantine update sets outbox_status, quarantine_reason and
-  # quarantined_at, removes outbox_pending_shard and checks SK exists
+  # quarantined_at, removes outbox_pending_shard and checks the sort key exists
   # (lambda/dynamodb_outbox/publisher.py, _quarantine;
   # tests/functional/test_settle_requests_match_policy.py holds the code to these lists).
-  outbox_key_attributes = ["PK", "SK"]
+  outbox_key_attributes = [local.partition_key, local.sort_key]
+
+  # The key names, for the publisher and the sweeper (dynamodb_outbox.settings).
+  table_keys_environment = {
+    OUTBOX_PARTITION_KEY = local.partition_key
+    OUTBOX_SORT_KEY      = local.sort_key
+  }
   quarantine_attributes = ["outbox_status", "quarantine_reason", "quarantined_at", "outbox_pending_shard"]
 }
 

@@ -76,7 +76,7 @@ output "stream_mapping_uuid" {
 }
 
 output "stream_filter_pattern" {
-  description = "The mapping's only filter pattern (JSON): INSERTs of items whose SK starts with OUTBOX#."
+  description = "The mapping's only filter pattern (JSON): INSERTs of items whose sort key (table.sort_key) starts with OUTBOX#."
   value       = local.stream_filter_pattern
 }
 
@@ -167,7 +167,7 @@ output "layer_arn" {
 ################################################################################
 
 output "pending_index_name" {
-  description = "Name of the sparse global secondary index of pending outbox items the sweeper reads (partition key outbox_pending_shard, sort key SK)."
+  description = "Name of the sparse global secondary index of pending outbox items the sweeper reads (partition key outbox_pending_shard, sort key the table's sort key)."
   value       = local.pending_index_name
 }
 

@@ -203,7 +203,7 @@ resource "aws_lambda_function" "publisher" {
   kms_key_arn = var.kms_key_arn
 
   environment {
-    variables = merge(local.publish_sink_environment, {
+    variables = merge(local.publish_sink_environment, local.table_keys_environment, {
       OUTBOX_TABLE_NAME            = local.table_name
       POWERTOOLS_SERVICE_NAME      = var.name
       POWERTOOLS_METRICS_NAMESPACE = local.metrics_namespace

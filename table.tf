@@ -10,16 +10,16 @@ resource "aws_dynamodb_table" "this" {
   billing_mode   = var.table.billing_mode
   read_capacity  = var.table.read_capacity
   write_capacity = var.table.write_capacity
-  hash_key       = "PK"
-  range_key      = "SK"
+  hash_key       = local.partition_key
+  range_key      = local.sort_key
 
   attribute {
-    name = "PK"
+    name = local.partition_key
     type = "S"
   }
 
   attribute {
-    name = "SK"
+    name = local.sort_key
     type = "S"
   }
 
@@ -80,10 +80,10 @@ data "aws_dynamodb_table" "existing" {
 
     postcondition {
       condition = (
-        self.hash_key == "PK" && self.range_key == "SK"
-        && length([for a in self.attribute : a if contains(["PK", "SK"], a.name) && a.type == "S"]) == 2
+        self.hash_key == local.partition_key && self.range_key == local.sort_key
+        && length([for a in self.attribute : a if contains(local.outbox_key_attributes, a.name) && a.type == "S"]) == 2
       )
-      error_message = "Table \"${var.table.name}\" must have a string partition key named PK and a string sort key named SK: outbox items are stored as PK = <entity key>, SK = OUTBOX#<ulid>."
+      error_message = "Table \"${var.table.name}\" must have a string partition key named ${local.partition_key} and a string sort key named ${local.sort_key} (it has ${coalesce(self.hash_key, "none")}/${coalesce(self.range_key, "none")}): outbox items are stored as ${local.partition_key} = <entity key>, ${local.sort_key} = OUTBOX#<ulid>. Set table.partition_key and table.sort_key to the table's key names."
     }
 
     # The module cannot add an index to a table it does not manage, and the

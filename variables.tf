@@ -81,12 +81,17 @@ variable "iam_permissions_boundary_arn" {
 
 variable "table" {
   description = <<-EOT
-    The DynamoDB table holding entities and their outbox items (`PK`/`SK`, both strings).
+    The DynamoDB table holding entities and their outbox items (string partition and sort keys).
     - `create`: true (default) creates the table; false uses an existing table found by `name`.
-      An existing table must have `PK`/`SK` string keys and a stream with NEW_IMAGE or
-      NEW_AND_OLD_IMAGES, or plan fails. The module then manages neither its settings
-      nor its encryption.
+      An existing table must have string keys named `partition_key`/`sort_key` and a stream
+      with NEW_IMAGE or NEW_AND_OLD_IMAGES, or plan fails. The module then manages neither
+      its settings nor its encryption.
     - `name`: table name; defaults to `var.name`. Required when `create` is false.
+    - `partition_key`, `sort_key`: the key attribute names, default "PK" and "SK". An outbox
+      item shares its entity's partition key and has sort key `OUTBOX#<event id>`. The
+      publisher's stream filter, the pending index's sort key, the IAM conditions and the
+      functions' environment (`OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY`) follow them; give
+      the writer the same names (`OutboxWriter(..., partition_key=, sort_key=)`).
     The other attributes apply to a created table only:
     - `stream_view_type`: NEW_IMAGE (default) or NEW_AND_OLD_IMAGES.
     - `billing_mode`: PAY_PER_REQUEST (default) or PROVISIONED (then set `read_capacity`
@@ -101,6 +106,8 @@ variable "table" {
   type = object({
     create                      = optional(bool, true)
     name                        = optional(string)
+    partition_key               = optional(string, "PK")
+    sort_key                    = optional(string, "SK")
     stream_view_type            = optional(string, "NEW_IMAGE")
     billing_mode                = optional(string, "PAY_PER_REQUEST")
     read_capacity               = optional(number)
@@ -119,6 +126,31 @@ variable "table" {
   validation {
     condition     = var.table.name == null ? true : can(regex("^[A-Za-z0-9_.-]{3,255}$", var.table.name))
     error_message = "The table.name must be 3 to 255 characters of letters, digits, underscores, hyphens and dots."
+  }
+
+  validation {
+    condition     = var.table.partition_key != null && try(length(var.table.partition_key) >= 1 && length(var.table.partition_key) <= 255, false)
+    error_message = "The table.partition_key must be an attribute name of 1 to 255 characters (DynamoDB's limit for a key attribute)."
+  }
+
+  validation {
+    condition     = var.table.sort_key != null && try(length(var.table.sort_key) >= 1 && length(var.table.sort_key) <= 255, false)
+    error_message = "The table.sort_key must be an attribute name of 1 to 255 characters (DynamoDB's limit for a key attribute)."
+  }
+
+  validation {
+    condition     = var.table.partition_key != var.table.sort_key
+    error_message = "The table.partition_key and table.sort_key must differ: outbox items need a partition key and a separate sort key (OUTBOX#<event id>)."
+  }
+
+  validation {
+    condition     = !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], var.table.partition_key)
+    error_message = "The table.partition_key must not be named like an attribute of every outbox item (envelope, event_type, outbox_status, outbox_pending_shard, quarantine_reason, quarantined_at)."
+  }
+
+  validation {
+    condition     = !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], var.table.sort_key)
+    error_message = "The table.sort_key must not be named like an attribute of every outbox item (envelope, event_type, outbox_status, outbox_pending_shard, quarantine_reason, quarantined_at)."
   }
 
   validation {
@@ -667,7 +699,7 @@ variable "sweeper" {
     exhausted), reading the sparse `outbox-pending` index, never scanning the table.
     - `enabled`: default true. With an existing table (`table.create = false`) the table must
       already have the `outbox-pending` index (partition key `outbox_pending_shard`, sort key
-      `SK`, both strings; keys only is enough) or plan fails with the `aws dynamodb
+      the table's `table.sort_key` (default `SK`), both strings; keys only is enough) or plan fails with the `aws dynamodb
       update-table` command that adds it; set `enabled = false` to run without a sweeper
       instead (then nothing re-publishes what the stream path gave up on). A table the
       module creates always has the index.

@@ -18,10 +18,11 @@ order_id = sys.argv[1]
 table = sys.argv[2] if len(sys.argv) > 2 else "orders"
 idempotency_table = sys.argv[3] if len(sys.argv) > 3 else "orders-outbox-idempotency"
 
-writer = OutboxWriter(table_name=table, source="shop.orders")
-order = {"PK": f"ORDER#{order_id}", "SK": "META", "total": 42, "status": "NEW"}
+# The table is keyed pk/sk: the writer is told so, as the module is (main.tf).
+writer = OutboxWriter(table_name=table, source="shop.orders", partition_key="pk", sort_key="sk")
+order = {"pk": f"ORDER#{order_id}", "sk": "META", "total": 42, "status": "NEW"}
 event = writer.new_event(order, "OrderCreated", {"order_id": order_id, "total": 42})
-result = writer.write(order, event, condition=Condition.item_absent())
+result = writer.write(order, event, condition=Condition.item_absent("pk"))
 print("committed", result.event_ids[0])
 
 # The reference consumer `audit` records each event it processes in a ledger.

@@ -60,7 +60,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, TypeVar, overload
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -600,6 +600,9 @@ def _resolve_name(name: str | None) -> str:
     return _checked_name(resolved)
 
 
+_Model = TypeVar("_Model")
+
+
 class OutboxConsumer:
     """Builds poison-safe, idempotent SQS handlers from one-event functions.
 
@@ -676,12 +679,46 @@ class OutboxConsumer:
             parse_float=self.parse_float,
         )
 
-    def handler(self, process_one: Callable[[Envelope], object]) -> LambdaHandler:
+    @overload
+    def handler(self, process_one: Callable[[Envelope], object]) -> LambdaHandler: ...
+
+    @overload
+    def handler(
+        self, *, model: type[_Model]
+    ) -> Callable[[Callable[[Envelope, _Model], object]], LambdaHandler]: ...
+
+    def handler(
+        self,
+        process_one: Callable[[Envelope], object] | None = None,
+        *,
+        model: type[Any] | None = None,
+    ) -> LambdaHandler | Callable[[Callable[[Envelope, Any], object]], LambdaHandler]:
         """Decorator: ``process_one(envelope)`` becomes ``handler(event, context)``.
 
         ``process_one`` may be ``async def``: each event is then awaited (see the
         module docstring). The handler keeps its name and docstring.
+
+        ``@consumer.handler(model=OrderCreated)`` (a Pydantic v2 model) calls
+        ``process_one(envelope, OrderCreated.model_validate(envelope.payload))``;
+        a payload the model refuses fails its message like any exception
+        (:mod:`dynamodb_outbox.typed_payload`).
         """
+        if process_one is None:
+            if model is None:
+                raise TypeError("consumer.handler needs a function, or model= to decorate one")
+            from dynamodb_outbox.typed_payload import with_payload_model
+
+            chosen = model
+
+            def decorate(typed: Callable[[Envelope, Any], object]) -> LambdaHandler:
+                return self._handler(with_payload_model(typed, chosen))
+
+            return decorate
+        if model is not None:
+            raise TypeError("use @consumer.handler(model=...) to parse payloads with a model")
+        return self._handler(process_one)
+
+    def _handler(self, process_one: Callable[[Envelope], object]) -> LambdaHandler:
 
         @functools.wraps(process_one)
         def lambda_handler(event: SQSEvent, context: LambdaContext) -> PartialBatchResponse:

@@ -66,7 +66,8 @@ OUTBOX_SK_PREFIX = "OUTBOX#"
 SCHEMA_VERSION = 1
 
 # Attribute names of an outbox item. They are a contract between the writer, the
-# publisher, the sweeper and the Terraform module (filters, pending index).
+# publisher, the sweeper and the Terraform module (filters, pending index). The
+# key names are the defaults of a setting (dynamodb_outbox.table_keys).
 ATTR_PK = "PK"
 ATTR_SK = "SK"
 ATTR_ENVELOPE = "envelope"
@@ -280,14 +281,23 @@ def pending_shard(event_id: str, shards: int = DEFAULT_PENDING_SHARDS) -> str:
 
 
 def outbox_item(
-    pk: str, envelope: Envelope, pending_shards: int = DEFAULT_PENDING_SHARDS
+    pk: str,
+    envelope: Envelope,
+    pending_shards: int = DEFAULT_PENDING_SHARDS,
+    *,
+    partition_key: str = ATTR_PK,
+    sort_key: str = ATTR_SK,
 ) -> dict[str, dict[str, str]]:
-    """The outbox item (low-level DynamoDB attribute values) announcing ``envelope``."""
+    """The outbox item (low-level DynamoDB attribute values) announcing ``envelope``.
+
+    ``partition_key``/``sort_key`` name the table's key attributes
+    (:class:`~dynamodb_outbox.table_keys.TableKeys`).
+    """
     if not pk:
         raise ValueError("the outbox item's partition key must be a non-empty string")
     return {
-        ATTR_PK: {"S": pk},
-        ATTR_SK: {"S": envelope.outbox_sk},
+        partition_key: {"S": pk},
+        sort_key: {"S": envelope.outbox_sk},
         ATTR_ENVELOPE: {"S": envelope.to_json()},
         ATTR_EVENT_TYPE: {"S": envelope.type},
         ATTR_STATUS: {"S": STATUS_PENDING},

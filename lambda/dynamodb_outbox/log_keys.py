@@ -18,8 +18,9 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
-from dynamodb_outbox.envelope import ATTR_PK, ATTR_SK, OUTBOX_SK_PREFIX
+from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
 from dynamodb_outbox.stream_types import AttributeMap
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = ["DIGEST_HEX_CHARS", "key_digest", "loggable_key"]
 
@@ -32,13 +33,13 @@ def key_digest(value: str) -> str:
     return "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:DIGEST_HEX_CHARS]
 
 
-def loggable_key(key: AttributeMap) -> dict[str, str]:
-    """An item key as logs may carry it: an outbox SK as is, every other value digested."""
+def loggable_key(key: AttributeMap, table_keys: TableKeys = DEFAULT_TABLE_KEYS) -> dict[str, str]:
+    """An item key as logs may carry it: an outbox sort key as is, every other value digested."""
     label: dict[str, str] = {}
     for name, attribute in key.items():
         value = str(next(iter(attribute.values()), ""))
-        outbox_sort_key = name == ATTR_SK and value.startswith(OUTBOX_SK_PREFIX)
+        outbox_sort_key = name == table_keys.sort and value.startswith(OUTBOX_SK_PREFIX)
         label[name] = value if outbox_sort_key else key_digest(value)
-    # PK first, then SK, whatever order the key map came in.
-    order = {ATTR_PK: 0, ATTR_SK: 1}
+    # The partition key first, then the sort key, whatever order the key map came in.
+    order = {table_keys.partition: 0, table_keys.sort: 1}
     return dict(sorted(label.items(), key=lambda item: order.get(item[0], 2)))

@@ -19,14 +19,13 @@ from typing import Any, Final, Protocol
 
 from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
-    ATTR_PK,
-    ATTR_SK,
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
     STATUS_PENDING,
 )
 from dynamodb_outbox.event_ids import event_id_at, event_id_datetime
 from dynamodb_outbox.stream_types import AttributeMap
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
     "BATCH_GET_MAX_KEYS",
@@ -103,23 +102,26 @@ def ulid_time(sort_key: str) -> datetime | None:
         return None
 
 
-def keys_of(response: Mapping[str, Any]) -> list[AttributeMap]:
+def keys_of(
+    response: Mapping[str, Any], table_keys: TableKeys = DEFAULT_TABLE_KEYS
+) -> list[AttributeMap]:
+    """The table keys of a ``Query`` page's items (an index page holds the table's keys too)."""
+    partition, sort = table_keys.names
     keys: list[AttributeMap] = []
     for item in response.get("Items") or []:
-        pk, sk = item.get(ATTR_PK), item.get(ATTR_SK)
+        pk, sk = item.get(partition), item.get(sort)
         if isinstance(pk, dict) and isinstance(sk, dict):
-            keys.append({ATTR_PK: pk, ATTR_SK: sk})
+            keys.append({partition: pk, sort: sk})
     return keys
 
 
-def sort_key(key: Mapping[str, Any]) -> str:
-    value = key.get(ATTR_SK)
-    text = value.get("S") if isinstance(value, Mapping) else None
-    return text if isinstance(text, str) else ""
+def sort_key(key: Mapping[str, Any], table_keys: TableKeys = DEFAULT_TABLE_KEYS) -> str:
+    return table_keys.sort_value(key)
 
 
-def key_id(key: Mapping[str, Any]) -> str:
-    return json.dumps([key.get(ATTR_PK), key.get(ATTR_SK)], sort_keys=True)
+def key_id(key: Mapping[str, Any], table_keys: TableKeys = DEFAULT_TABLE_KEYS) -> str:
+    """A key or an item's key as text, to match items read back to their keys."""
+    return json.dumps([key.get(name) for name in table_keys.names], sort_keys=True)
 
 
 def is_pending(item: Mapping[str, Any]) -> bool:
@@ -136,7 +138,8 @@ class ShardCursor:
     """Ascending keys of one pending-index partition, page by page, read only when needed.
 
     ``sort_key_condition`` (on ``#sk``, with its ``values``) narrows the range;
-    ``page_limit`` caps each page.
+    ``page_limit`` caps each page; ``table_keys`` names the table's keys (the
+    index's sort key is the table's).
     """
 
     def __init__(
@@ -147,13 +150,15 @@ class ShardCursor:
         sort_key_condition: str | None = None,
         values: Mapping[str, Any] | None = None,
         page_limit: int | None = None,
+        table_keys: TableKeys = DEFAULT_TABLE_KEYS,
     ) -> None:
         self.query = query
         self.shard = shard
+        self.table_keys = table_keys
         names = {"#shard": ATTR_PENDING_SHARD}
         condition = "#shard = :shard"
         if sort_key_condition is not None:
-            names["#sk"] = ATTR_SK
+            names["#sk"] = table_keys.sort
             condition += f" AND {sort_key_condition}"
         self.request: dict[str, Any] = {
             "KeyConditionExpression": condition,
@@ -186,7 +191,7 @@ class ShardCursor:
         if self.start_key is not None:
             request["ExclusiveStartKey"] = self.start_key
         response = self.query(request)
-        self.keys, self.index = keys_of(response), 0
+        self.keys, self.index = keys_of(response, self.table_keys), 0
         last = response.get("LastEvaluatedKey")
         self.start_key = last if isinstance(last, dict) and last else None
         self.exhausted = self.start_key is None
@@ -205,7 +210,7 @@ class OldestFirst:
         for position, cursor in enumerate(self._cursors):
             head = cursor.peek()
             if head is not None:
-                self._heads.append((sort_key(head), position))
+                self._heads.append((sort_key(head, cursor.table_keys), position))
         heapq.heapify(self._heads)
         self._popped_from: int | None = None
 
@@ -230,9 +235,10 @@ class OldestFirst:
         if self._popped_from is None:
             return
         position, self._popped_from = self._popped_from, None
-        head = self._cursors[position].peek()
+        cursor = self._cursors[position]
+        head = cursor.peek()
         if head is not None:
-            heapq.heappush(self._heads, (sort_key(head), position))
+            heapq.heappush(self._heads, (sort_key(head, cursor.table_keys), position))
 
 
 # ----------------------------------------------------------------- reading back
@@ -256,6 +262,7 @@ def read_back(
     retries: int = DEFAULT_READ_RETRIES,
     sleep: Callable[[float], None] = time.sleep,
     may_retry: Callable[[], bool] | None = None,
+    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
 ) -> ReadBack:
     """The items of ``keys`` (at most :data:`BATCH_GET_MAX_KEYS`) in one ``BatchGetItem``.
 
@@ -272,7 +279,7 @@ def read_back(
         result.calls += 1
         response = client.batch_get_item(RequestItems={table_name: request})
         for item in (response.get("Responses") or {}).get(table_name) or []:
-            result.items[key_id(item)] = item
+            result.items[key_id(item, table_keys)] = item
         unprocessed = (response.get("UnprocessedKeys") or {}).get(table_name) or {}
         result.unread = list(unprocessed.get("Keys") or [])
         if not result.unread:

@@ -50,11 +50,7 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dynamodb_outbox.envelope import (
-    ATTR_PK,
-    ATTR_SK,
-    OUTBOX_SK_PREFIX,
-)
+from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
 from dynamodb_outbox.publishing import (
     DEFAULT_DELETE_RETRIES,
     DEFAULT_RETRY,
@@ -74,6 +70,7 @@ from dynamodb_outbox.settings import (
     ENV_TABLE_NAME,
     required_env,
     sink_from_environment,
+    table_keys_from_environment,
 )
 from dynamodb_outbox.sinks import (
     EVENTBRIDGE_RULES,
@@ -85,6 +82,7 @@ from dynamodb_outbox.stream_types import (
     DynamoDBStreamRecord,
     PartialBatchResponse,
 )
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
     "MissingSequenceNumber",
@@ -132,21 +130,25 @@ class _Unreadable(NamedTuple):
     why: str
 
 
-def _key(keys: object) -> AttributeMap | None:
-    pk, sk = _get(keys, ATTR_PK), _get(keys, ATTR_SK)
+def _key(keys: object, table_keys: TableKeys) -> AttributeMap | None:
+    pk, sk = _get(keys, table_keys.partition), _get(keys, table_keys.sort)
     if not isinstance(pk, Mapping) or not isinstance(sk, Mapping):
         return None
-    return {ATTR_PK: dict(pk), ATTR_SK: dict(sk)}
+    return {table_keys.partition: dict(pk), table_keys.sort: dict(sk)}
 
 
-def _read_stream_record(position: int, record: object) -> _Skip | _Unreadable | OutboxCandidate:
+def _read_stream_record(
+    position: int, record: object, table_keys: TableKeys
+) -> _Skip | _Unreadable | OutboxCandidate:
     try:
-        return _stream_candidate(position, record)
+        return _stream_candidate(position, record, table_keys)
     except Exception as exc:
         return _Unreadable(position, None, f"record cannot be read: {_describe(exc)}")
 
 
-def _stream_candidate(position: int, record: object) -> _Skip | _Unreadable | OutboxCandidate:
+def _stream_candidate(
+    position: int, record: object, table_keys: TableKeys
+) -> _Skip | _Unreadable | OutboxCandidate:
     stream = _get(record, "dynamodb")
     sequence = _get(stream, "SequenceNumber")
     sequence_number = sequence if isinstance(sequence, str) and sequence else None
@@ -155,12 +157,14 @@ def _stream_candidate(position: int, record: object) -> _Skip | _Unreadable | Ou
     keys = _get(stream, "Keys")
     if not isinstance(keys, Mapping):
         return _Unreadable(position, sequence_number, "record has no dynamodb.Keys")
-    sk = _string_attribute(keys, ATTR_SK)
+    sk = _string_attribute(keys, table_keys.sort)
     if sk is None or not sk.startswith(OUTBOX_SK_PREFIX):
         return _Skip(position, sequence_number)
-    key = _key(keys)
+    key = _key(keys, table_keys)
     if key is None:
-        return _Unreadable(position, sequence_number, f"outbox record {sk!r} has no {ATTR_PK} key")
+        return _Unreadable(
+            position, sequence_number, f"outbox record {sk!r} has no {table_keys.partition} key"
+        )
     image = _get(stream, "NewImage")
     return OutboxCandidate(
         key=key,
@@ -182,17 +186,20 @@ def publish_stream_batch(
     overlap_deletes: bool = True,
     time_left: Callable[[], float] | None = None,
     retry: RetryPolicy = DEFAULT_RETRY,
+    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
 ) -> PublishResult:
     """Publish one stream batch in order, quarantine poison, delete what was published.
 
-    Returns the result whose :meth:`PublishResult.response` is the partial batch
-    response. Raises :class:`MissingSequenceNumber` when the record to retry
-    from cannot be named (after deleting what was published).
+    ``table_keys`` names the table's key attributes: a record whose sort key
+    (under that name) does not start with ``OUTBOX#`` is skipped. Returns the
+    result whose :meth:`PublishResult.response` is the partial batch response.
+    Raises :class:`MissingSequenceNumber` when the record to retry from cannot
+    be named (after deleting what was published).
     """
     result = PublishResult(records=len(records))
     candidates: list[OutboxCandidate] = []
     for position, record in enumerate(records):
-        parsed = _read_stream_record(position, record)
+        parsed = _read_stream_record(position, record, table_keys)
         if isinstance(parsed, _Skip):
             result.skipped += 1
         elif isinstance(parsed, _Unreadable):
@@ -217,6 +224,7 @@ def publish_stream_batch(
         overlap_deletes=overlap_deletes,
         time_left=time_left,
         retry=retry,
+        table_keys=table_keys,
     )
     if result.failure_position is not None:
         if result.failure_checkpoint is None:
@@ -238,6 +246,7 @@ class Runtime(NamedTuple):
     sink: Sink
     table_name: str
     dynamodb_client: PublisherDynamoDBClient
+    table_keys: TableKeys = DEFAULT_TABLE_KEYS
 
 
 @cache
@@ -250,6 +259,7 @@ def default_runtime() -> Runtime:
         sink=sink_from_environment(),
         table_name=required_env(ENV_TABLE_NAME),
         dynamodb_client=boto3.client("dynamodb"),
+        table_keys=table_keys_from_environment(),
     )
 
 
@@ -287,6 +297,7 @@ def handler(event: DynamoDBStreamEvent, context: LambdaContext) -> PartialBatchR
             table_name=runtime.table_name,
             dynamodb_client=runtime.dynamodb_client,
             time_left=_time_left(context),
+            table_keys=runtime.table_keys,
         )
     except MissingSequenceNumber as exc:
         _emit_metrics(exc.result, runtime.sink)

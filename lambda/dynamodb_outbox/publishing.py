@@ -34,7 +34,6 @@ from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
     ATTR_QUARANTINE_REASON,
     ATTR_QUARANTINED_AT,
-    ATTR_SK,
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
     STATUS_QUARANTINED,
@@ -48,6 +47,7 @@ from dynamodb_outbox.sinks import (
     SinkError,
 )
 from dynamodb_outbox.stream_types import AttributeMap, PartialBatchResponse
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
     "OutboxCandidate",
@@ -169,7 +169,7 @@ class PublishResult:
 class OutboxCandidate(NamedTuple):
     """One outbox item to publish, whichever path found it.
 
-    ``key`` is its table key (``PK`` and ``SK``); ``item`` the whole item in
+    ``key`` is its table key (both key attributes); ``item`` the whole item in
     low-level JSON: a stream record's ``NewImage`` or what the sweeper read;
     ``None`` only for a stream record without ``NewImage`` (wrong stream view
     type), which is poison. ``position`` is its index in the caller's input and
@@ -206,19 +206,21 @@ def _string_attribute(item: object, name: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _plan(candidate: OutboxCandidate, sink: Sink) -> _Plan:
+def _plan(
+    candidate: OutboxCandidate, sink: Sink, table_keys: TableKeys = DEFAULT_TABLE_KEYS
+) -> _Plan:
     """Publish or quarantine; whatever reading the item raises makes it poison, alone."""
     try:
-        return _plan_or_raise(candidate, sink)
+        return _plan_or_raise(candidate, sink, table_keys)
     except Exception as exc:
         return _Poison(candidate, f"unreadable item: {_describe(exc)}"[:MAX_REASON_CHARS])
 
 
-def _plan_or_raise(candidate: OutboxCandidate, sink: Sink) -> _Plan:
+def _plan_or_raise(candidate: OutboxCandidate, sink: Sink, table_keys: TableKeys) -> _Plan:
     def poison(reason: str) -> _Poison:
         return _Poison(candidate, reason[:MAX_REASON_CHARS])
 
-    sk = _string_attribute(candidate.key, ATTR_SK)
+    sk = _string_attribute(candidate.key, table_keys.sort)
     item = candidate.item
     if item is None:
         return poison("stream record has no NewImage (stream view type must include new images)")
@@ -298,8 +300,10 @@ class _Publication:
         overlap_deletes: bool = True,
         time_left: Callable[[], float] | None = None,
         retry: RetryPolicy = DEFAULT_RETRY,
+        table_keys: TableKeys = DEFAULT_TABLE_KEYS,
     ) -> None:
         self.sink = sink
+        self.table_keys = table_keys
         self.table_name = table_name
         self.dynamodb = dynamodb_client
         self.sleep = sleep
@@ -320,7 +324,7 @@ class _Publication:
         self._deletes: list[Future[None]] = []
 
     def run(self, candidates: Sequence[OutboxCandidate]) -> _Plan | None:
-        plans = deque(_plan(candidate, self.sink) for candidate in candidates)
+        plans = deque(_plan(candidate, self.sink, self.table_keys) for candidate in candidates)
         failure: _Plan | None = None
         # One worker deletes full chunks of published items while the next call to
         # the sink goes out: both are network-bound and independent (an item is
@@ -436,7 +440,7 @@ class _Publication:
             "publish failures left when the retry budget ran out; checkpointing",
             extra={
                 "checkpoint": first.candidate.checkpoint,
-                "key": loggable_key(first.candidate.key),
+                "key": loggable_key(first.candidate.key, self.table_keys),
                 "retrying": len(retrying),
             },
         )
@@ -503,7 +507,7 @@ class _Publication:
         self.result.quarantine_calls += 1
         log_fields = {
             "reason": reason,
-            "key": loggable_key(plan.candidate.key),
+            "key": loggable_key(plan.candidate.key, self.table_keys),
             "checkpoint": plan.candidate.checkpoint,
         }
         try:
@@ -519,7 +523,7 @@ class _Publication:
                     "#reason": ATTR_QUARANTINE_REASON,
                     "#at": ATTR_QUARANTINED_AT,
                     "#pending": ATTR_PENDING_SHARD,
-                    "#sk": ATTR_SK,
+                    "#sk": self.table_keys.sort,
                 },
                 ExpressionAttributeValues={
                     ":status": {"S": STATUS_QUARANTINED},
@@ -592,7 +596,10 @@ class _Publication:
             "published outbox items left undeleted; the sweeper will publish them again",
             extra={
                 "count": len(pending),
-                "keys": [loggable_key(request["DeleteRequest"]["Key"]) for request in pending],
+                "keys": [
+                    loggable_key(request["DeleteRequest"]["Key"], self.table_keys)
+                    for request in pending
+                ],
             },
         )
 
@@ -611,6 +618,7 @@ def publish_outbox_items(
     overlap_deletes: bool = True,
     time_left: Callable[[], float] | None = None,
     retry: RetryPolicy = DEFAULT_RETRY,
+    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
 ) -> PublishResult:
     """Publish outbox items in the order given; quarantine poison; delete what was published.
 
@@ -630,6 +638,7 @@ def publish_outbox_items(
     is given. With ``overlap_deletes`` (the default) each full chunk of deletes runs
     on a background thread while the next call to the sink goes out; without it,
     every delete waits until the last send (the benchmark's comparison).
+    ``table_keys`` names the table's key attributes (the candidates' keys).
     """
     result = result if result is not None else PublishResult()
     publication = _Publication(
@@ -644,6 +653,7 @@ def publish_outbox_items(
         overlap_deletes=overlap_deletes,
         time_left=time_left,
         retry=retry,
+        table_keys=table_keys,
     )
     failure = publication.run(candidates)
     if failure is not None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from dynamodb_outbox.sinks import Sink
+    from dynamodb_outbox.table_keys import TableKeys
 
 __all__ = [
     "DEFAULT_METRICS_NAMESPACE",
@@ -22,15 +23,18 @@ __all__ = [
     "ENV_IDEMPOTENCY_TABLE",
     "ENV_MAX_ITEMS",
     "ENV_MIN_AGE_SECONDS",
+    "ENV_PARTITION_KEY",
     "ENV_PENDING_INDEX",
     "ENV_PENDING_SHARDS",
     "ENV_PUBLISH_TO",
+    "ENV_SORT_KEY",
     "ENV_TABLE_NAME",
     "ENV_TOPIC_ARN",
     "ConfigurationError",
     "integer_env",
     "required_env",
     "sink_from_environment",
+    "table_keys_from_environment",
 ]
 
 # The publisher and the sweeper.
@@ -39,6 +43,10 @@ ENV_TABLE_NAME: Final = "OUTBOX_TABLE_NAME"
 ENV_PUBLISH_TO: Final = "OUTBOX_PUBLISH_TO"
 ENV_TOPIC_ARN: Final = "OUTBOX_TOPIC_ARN"
 DEFAULT_METRICS_NAMESPACE: Final = "DynamoDBOutbox"
+
+# The table's key attribute names (the publisher, the sweeper and ``outbox-ops``).
+ENV_PARTITION_KEY: Final = "OUTBOX_PARTITION_KEY"
+ENV_SORT_KEY: Final = "OUTBOX_SORT_KEY"
 
 # The sweeper (and ``outbox-ops`` for the pending index).
 ENV_PENDING_INDEX: Final = "OUTBOX_PENDING_INDEX"
@@ -81,6 +89,24 @@ def integer_env(
             f"environment variable {name} must be an integer {bounds}, got {text!r}"
         )
     return value
+
+
+def table_keys_from_environment(environ: Mapping[str, str] | None = None) -> TableKeys:
+    """The table's key names: ``OUTBOX_PARTITION_KEY``/``OUTBOX_SORT_KEY``, else ``PK``/``SK``.
+
+    Raises :class:`ConfigurationError` naming the variable at fault.
+    """
+    from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, InvalidTableKeys, TableKeys
+
+    environ = os.environ if environ is None else environ
+    variables = {"partition": ENV_PARTITION_KEY, "sort": ENV_SORT_KEY}
+    partition = environ.get(ENV_PARTITION_KEY) or DEFAULT_TABLE_KEYS.partition
+    sort = environ.get(ENV_SORT_KEY) or DEFAULT_TABLE_KEYS.sort
+    try:
+        return TableKeys(partition, sort)
+    except InvalidTableKeys as exc:
+        named = " and ".join(variables[role] for role in exc.roles)
+        raise ConfigurationError(f"environment variable {named}: {exc}") from None
 
 
 def _boto3_client(service: str) -> Any:

@@ -46,8 +46,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.envelope import (
-    ATTR_PK,
-    ATTR_SK,
     DEFAULT_PENDING_SHARDS,
     OUTBOX_SK_PREFIX,
 )
@@ -86,9 +84,11 @@ from dynamodb_outbox.settings import (
     integer_env,
     required_env,
     sink_from_environment,
+    table_keys_from_environment,
 )
 from dynamodb_outbox.sinks import Sink
 from dynamodb_outbox.stream_types import AttributeMap
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
@@ -180,6 +180,7 @@ class _Sweep:
         clock: Callable[[], datetime],
         delete_retries: int,
         read_retries: int,
+        table_keys: TableKeys,
     ) -> None:
         if isinstance(min_age_seconds, bool) or min_age_seconds < 0:
             raise ValueError(f"min_age_seconds must be >= 0, got {min_age_seconds}")
@@ -199,6 +200,7 @@ class _Sweep:
         self.clock = clock
         self.delete_retries = delete_retries
         self.read_retries = read_retries
+        self.table_keys = table_keys
         # Spread the budget over the shards (the hash spreads items evenly), so a
         # backlog costs about ``max_items`` keys read, not ``shards * max_items``.
         self.page_limit = max(1, min(QUERY_MAX_PAGE, -(-max_items // len(self.shards))))
@@ -219,7 +221,7 @@ class _Sweep:
 
     def _oldest_young_key(self, shard: str) -> AttributeMap | None:
         """The oldest key of a shard with nothing older than min age (for the age metric)."""
-        return ShardCursor(self.query, shard, page_limit=1).peek()
+        return ShardCursor(self.query, shard, page_limit=1, table_keys=self.table_keys).peek()
 
     def out_of_time(self) -> bool:
         return self.time_left is not None and self.time_left() < self.time_reserve_seconds
@@ -233,6 +235,7 @@ class _Sweep:
                 sort_key_condition="#sk < :boundary",
                 values={":boundary": {"S": self.result.boundary_sk}},
                 page_limit=self.page_limit,
+                table_keys=self.table_keys,
             )
             for shard in self.shards
         ]
@@ -242,7 +245,7 @@ class _Sweep:
             if head is None:
                 head = self._oldest_young_key(cursor.shard)
             if head is not None:
-                oldest.append(sort_key(head))
+                oldest.append(sort_key(head, self.table_keys))
         self._record_oldest(oldest)
         merged = OldestFirst(cursors)
         keys: list[AttributeMap] = []
@@ -252,13 +255,13 @@ class _Sweep:
                 self.result.stopped_by, more = "time", True
                 break
             key = merged.pop()
-            if sort_key(key).startswith(OUTBOX_SK_PREFIX):
+            if sort_key(key, self.table_keys).startswith(OUTBOX_SK_PREFIX):
                 keys.append(key)
             else:  # a non-outbox item carrying the shard attribute: never ours to publish
                 self.result.foreign_keys += 1
                 logger.warning(
                     "pending index holds a non-outbox key; ignored",
-                    extra={"key": loggable_key(key)},
+                    extra={"key": loggable_key(key, self.table_keys)},
                 )
             if len(keys) >= self.max_items:
                 # No peek: it could read a page this run would not use.
@@ -288,21 +291,22 @@ class _Sweep:
             retries=self.read_retries,
             sleep=self.sleep,
             may_retry=lambda: not self.out_of_time(),
+            table_keys=self.table_keys,
         )
         self.result.batch_get_calls += read.calls
         if read.unread:
             logger.warning(
                 "keys left unread; the next run picks them up", extra={"count": len(read.unread)}
             )
-        unread_ids = {key_id(key) for key in read.unread}
+        unread_ids = {key_id(key, self.table_keys) for key in read.unread}
         self.result.fetched += len(read.items)
         self.result.unfetched += len(unread_ids)
         self.result.more_pending = self.result.more_pending or bool(unread_ids)
         items: list[AttributeMap] = []
         for key in keys:
-            if key_id(key) in unread_ids:
+            if key_id(key, self.table_keys) in unread_ids:
                 continue
-            item = read.items.get(key_id(key))
+            item = read.items.get(key_id(key, self.table_keys))
             if item is None or not is_pending(item):
                 # Published and deleted, or quarantined, since the index was read.
                 self.result.not_pending += 1
@@ -325,10 +329,10 @@ class _Sweep:
             for item in items:
                 candidates.append(
                     OutboxCandidate(
-                        key={ATTR_PK: item[ATTR_PK], ATTR_SK: item[ATTR_SK]},
+                        key=self.table_keys.key_of(item),
                         item=item,
                         position=position,
-                        checkpoint=sort_key(item),
+                        checkpoint=sort_key(item, self.table_keys),
                     )
                 )
                 position += 1
@@ -343,6 +347,7 @@ class _Sweep:
                 should_continue=lambda: not self.out_of_time(),
                 result=publish,
                 time_left=self.time_left,
+                table_keys=self.table_keys,
             )
             if publish.failure_position is not None:
                 self.result.stopped_by, self.result.more_pending = "retryable_failure", True
@@ -379,6 +384,7 @@ def sweep(
     clock: Callable[[], datetime] = _utc_now,
     delete_retries: int = DEFAULT_DELETE_RETRIES,
     read_retries: int = DEFAULT_READ_RETRIES,
+    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
 ) -> SweepResult:
     """Publish pending outbox items older than ``min_age_seconds``; delete what was published.
 
@@ -389,7 +395,8 @@ def sweep(
     ``pending_shards``. Query and BatchGetItem errors propagate (nothing has been
     published for the keys they concern); publish failures follow the
     publisher's rules: retried within the run's time, and an entry still
-    failing then stops the run.
+    failing then stops the run. ``table_keys`` names the table's key
+    attributes; the pending index's sort key is the table's sort key.
     """
     return _Sweep(
         sink=sink,
@@ -406,6 +413,7 @@ def sweep(
         clock=clock,
         delete_retries=delete_retries,
         read_retries=read_retries,
+        table_keys=table_keys,
     ).run()
 
 
@@ -422,6 +430,7 @@ class SweeperRuntime(NamedTuple):
     shards: int
     min_age_seconds: int
     max_items: int
+    table_keys: TableKeys = DEFAULT_TABLE_KEYS
 
 
 def _boto3_client(service: str) -> Any:
@@ -445,6 +454,7 @@ def runtime_from_environment(
         ),
         min_age_seconds=integer_env(environ, ENV_MIN_AGE_SECONDS, DEFAULT_MIN_AGE_SECONDS, 0),
         max_items=integer_env(environ, ENV_MAX_ITEMS, DEFAULT_MAX_ITEMS, 1),
+        table_keys=table_keys_from_environment(environ),
     )
 
 
@@ -495,6 +505,7 @@ def handler(event: Mapping[str, Any] | None, context: LambdaContext) -> dict[str
         min_age_seconds=runtime.min_age_seconds,
         max_items=runtime.max_items,
         time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+        table_keys=runtime.table_keys,
     )
     record_metrics(result, metrics, runtime.sink.rules.name)
     metrics.flush_metrics()

@@ -3,7 +3,8 @@
 The outbox only works if the entity and its outbox items commit together: an
 event without its change is a lie, a change without its event is lost. So every
 write here is ONE ``TransactWriteItems``: a Put of the entity, one Put per event
-(``PK`` = the entity's partition key, ``SK`` = ``OUTBOX#<event id>``), and any
+(partition key = the entity's, sort key = ``OUTBOX#<event id>``; the key
+attributes are ``PK``/``SK`` unless the writer is told other names), and any
 extra actions the caller needs in the same unit (a ``ConditionCheck`` on another
 item, an ``Update`` of a counter...).
 
@@ -55,6 +56,7 @@ from dynamodb_outbox.envelope import (
 from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
+from dynamodb_outbox.table_keys import InvalidTableKeys, TableKeys
 from dynamodb_outbox.write_errors import (
     CancellationReason,
     DuplicateItemInTransaction,
@@ -158,6 +160,11 @@ class Condition:
 
     ``values`` hold plain Python values (``str``, ``int``, ``Decimal``, ``float``,
     ``bytes``, ``dict``...); they are converted like entity attributes.
+
+    :meth:`item_absent` and :meth:`item_exists` test the ``PK`` attribute unless
+    given another name: on a table keyed otherwise, pass its partition key
+    (``Condition.item_absent("pk")``), or the writer refuses the condition
+    rather than let it test an attribute the item never has.
 
     ``return_old_item=True`` asks DynamoDB for the item as it was when the
     condition failed (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): it comes
@@ -447,6 +454,10 @@ class OutboxWriter:
     no credentials; threads sharing the writer share that one client.
     ``pending_shards`` must match the sweeper's setting (it spreads the
     pending index over that many partitions).
+    ``partition_key`` and ``sort_key`` name the table's key attributes (both
+    strings), ``PK`` and ``SK`` by default: the module's ``table.partition_key``
+    and ``table.sort_key``, which the publisher and sweeper get too. Outbox
+    items carry ``OUTBOX#<event id>`` under the sort key, whatever its name.
     ``key_schemas`` names the key attributes of OTHER tables touched by extra
     Puts, so duplicate actions on them are caught before calling AWS.
     ``publish_to`` is the module's setting of the same name (``eventbridge``,
@@ -464,6 +475,8 @@ class OutboxWriter:
         source: str | None = None,
         key_schemas: Mapping[str, Sequence[str]] | None = None,
         publish_to: str = PUBLISH_TO_EVENTBRIDGE,
+        partition_key: str = ATTR_PK,
+        sort_key: str = ATTR_SK,
     ) -> None:
         if not table_name or not isinstance(table_name, str):
             raise InvalidWrite("table_name must be a non-empty string")
@@ -471,6 +484,11 @@ class OutboxWriter:
             raise InvalidWrite("pending_shards must be an integer")
         if not 1 <= pending_shards <= 100:
             raise InvalidWrite(f"pending_shards must be between 1 and 100, got {pending_shards}")
+        try:
+            self.table_keys = TableKeys(partition_key, sort_key)
+        except InvalidTableKeys as exc:
+            arguments = " and ".join(f"{role}_key" for role in exc.roles)
+            raise InvalidWrite(f"{arguments}: {exc}") from None
         self.table_name = table_name
         self.pending_shards = pending_shards
         self.source = source
@@ -483,7 +501,7 @@ class OutboxWriter:
         self._key_schemas: dict[str, tuple[str, ...]] = {
             name: tuple(attrs) for name, attrs in (key_schemas or {}).items()
         }
-        self._key_schemas[table_name] = (ATTR_PK, ATTR_SK)
+        self._key_schemas[table_name] = self.table_keys.names
 
     @property
     def client(self) -> DynamoDBClient:
@@ -512,9 +530,9 @@ class OutboxWriter:
         event_id: str | None = None,
         time: datetime | str | None = None,
     ) -> Envelope:
-        """An envelope about ``entity`` (an entity item or its PK), with a fresh ULID and time.
+        """An envelope about ``entity`` (an entity item or its partition key), with a fresh ULID.
 
-        ``subject`` defaults to the entity's PK and ``source`` to the writer's.
+        ``subject`` defaults to the entity's partition key and ``source`` to the writer's.
         Build events once and reuse the same envelopes when retrying with a
         ``client_request_token``: the id and time are part of the request.
 
@@ -532,10 +550,14 @@ class OutboxWriter:
         to the id's own time when ``event_id`` is given, so a retry is the same
         request byte for byte (what ``client_request_token`` needs).
         """
-        pk = entity if isinstance(entity, str) else entity.get(ATTR_PK)
+        partition_key = self.table_keys.partition
+        pk = entity if isinstance(entity, str) else entity.get(partition_key)
         if subject is None:
             if not isinstance(pk, str) or not pk:
-                raise InvalidWrite(f"the entity has no string {ATTR_PK}; pass subject= explicitly")
+                raise InvalidWrite(
+                    f"the entity has no string {partition_key} (the table's partition key); "
+                    "pass subject= explicitly"
+                )
             subject = pk
         source = source if source is not None else self.source
         if not source:
@@ -575,8 +597,9 @@ class OutboxWriter:
     ) -> WriteResult:
         """Put ``entity`` and one outbox item per event, plus ``extra_actions``, all or nothing.
 
-        ``entity`` holds plain Python values and must carry string ``PK`` and
-        ``SK``; every event's outbox item goes into the entity's partition.
+        ``entity`` holds plain Python values and must carry the table's string
+        key attributes (``PK`` and ``SK`` by default); every event's outbox
+        item goes into the entity's partition.
         ``condition`` guards the entity Put (``Condition.item_absent()`` for
         create-only). ``extra_actions`` are ``TransactItems`` elements (see the
         ``*_action`` builders); a missing ``TableName`` means this table.
@@ -613,12 +636,13 @@ class OutboxWriter:
         """Update the entity at ``key`` and put one outbox item per event, all or nothing.
 
         The counterpart of :meth:`write` for a change rather than a whole item:
-        ``key`` holds the entity's string ``PK`` and ``SK``, ``update_expression``
-        its ``UpdateExpression`` with ``names``/``values`` placeholders, shared
-        with ``condition`` (e.g. ``Condition("#status = :placed", ...)``; with
-        ``return_old_item=True`` the item that failed it comes back on the
-        :class:`CancellationReason`). The Update is action 0 with role
-        ``"entity"``, the events follow, then ``extra_actions``.
+        ``key`` holds the entity's string key attributes (``PK`` and ``SK`` by
+        default), ``update_expression`` its ``UpdateExpression`` with
+        ``names``/``values`` placeholders, shared with ``condition`` (e.g.
+        ``Condition("#status = :placed", ...)``; with ``return_old_item=True``
+        the item that failed it comes back on the :class:`CancellationReason`).
+        The Update is action 0 with role ``"entity"``, the events follow, then
+        ``extra_actions``.
 
         Raises like :meth:`write`.
         """
@@ -692,15 +716,16 @@ class OutboxWriter:
     ) -> tuple[str, _Action]:
         if not isinstance(entity, Mapping):
             raise InvalidWrite(f"the entity must be a mapping, got {type(entity).__name__}")
-        pk = _checked_entity_key(entity)
+        pk = _checked_entity_key(entity, self.table_keys)
         item = serialize_item(entity)
         body = {"TableName": self.table_name, "Item": item}
         if condition is not None:
+            self._check_key_condition(condition)
             body.update(condition.to_request())
-        key = {ATTR_PK: item[ATTR_PK], ATTR_SK: item[ATTR_SK]}
+        key = self.table_keys.key_of(item)
         return pk, _Action(
             request={"Put": body},
-            label=f"Put entity {_describe_key(key)}",
+            label=f"Put entity {self._describe_key(key)}",
             role="entity",
             identity=_identity(self.table_name, key),
             size=item_size(item),
@@ -714,11 +739,15 @@ class OutboxWriter:
         values: Mapping[str, Any] | None,
         condition: Condition | None,
     ) -> tuple[str, _Action]:
-        if not isinstance(key, Mapping) or set(key) != {ATTR_PK, ATTR_SK}:
+        partition_key, sort_key = self.table_keys.names
+        if not isinstance(key, Mapping) or set(key) != {partition_key, sort_key}:
             raise InvalidWrite(
-                f"the key must be a mapping of exactly {ATTR_PK} and {ATTR_SK}, got {key!r:.120}"
+                f"the key must be a mapping of exactly {partition_key} and {sort_key} "
+                f"(the table's keys), got {key!r:.120}"
             )
-        pk = _checked_entity_key(key)
+        pk = _checked_entity_key(key, self.table_keys)
+        if condition is not None:
+            self._check_key_condition(condition)
         if not isinstance(update_expression, str) or not update_expression.strip():
             raise InvalidWrite("an update needs a non-empty update_expression")
         request = update_action(
@@ -735,7 +764,7 @@ class OutboxWriter:
         )
         return pk, _Action(
             request=dict(request),
-            label=f"Update entity {_describe_key(body['Key'])}",
+            label=f"Update entity {self._describe_key(body['Key'])}",
             role="entity",
             identity=_identity(self.table_name, body["Key"]),
             size=item_size(body["Key"]) + values_size,
@@ -747,8 +776,11 @@ class OutboxWriter:
                 f"event #{position} must be an Envelope (see OutboxWriter.new_event), "
                 f"got {type(envelope).__name__}"
             )
-        item = outbox_item(pk, envelope, self.pending_shards)
-        label = f"Put outbox event {envelope.type} {_describe_key(item)}"
+        partition_key, sort_key = self.table_keys.names
+        item = outbox_item(
+            pk, envelope, self.pending_shards, partition_key=partition_key, sort_key=sort_key
+        )
+        label = f"Put outbox event {envelope.type} {self._describe_key(item)}"
         self._check_sink_rules(envelope, index, label)
         return _Action(
             request={
@@ -758,7 +790,7 @@ class OutboxWriter:
                     # Event ids are ULIDs, so a clash means the same envelope was
                     # written twice: fail rather than overwrite a published event.
                     "ConditionExpression": "attribute_not_exists(#outbox_sk)",
-                    "ExpressionAttributeNames": {"#outbox_sk": ATTR_SK},
+                    "ExpressionAttributeNames": {"#outbox_sk": sort_key},
                 }
             },
             label=label,
@@ -766,6 +798,23 @@ class OutboxWriter:
             identity=_identity(self.table_name, item),
             size=item_size(item),
         )
+
+    def _check_key_condition(self, condition: Condition) -> None:
+        """Refuse ``Condition.item_absent()``/``item_exists()`` on a key this table lacks."""
+        for placeholder in ("#absent_key", "#present_key"):
+            name = (condition.names or {}).get(placeholder)
+            if name is not None and name not in self.table_keys.names:
+                raise InvalidWrite(
+                    f"the condition tests {name!r}, which is not a key of table "
+                    f"{self.table_name!r} ({self.table_keys.partition}/{self.table_keys.sort}): "
+                    "every item would pass it; pass the partition key, e.g. "
+                    f"Condition.item_absent({self.table_keys.partition!r})"
+                )
+
+    def _describe_key(self, key: Mapping[str, Any]) -> str:
+        """``PK=ORDER#1 SK=META``: this table's key, or every key attribute of another table."""
+        names = [name for name in self.table_keys.names if name in key] or sorted(key)
+        return " ".join(f"{name}={_short(key[name])}" for name in names)
 
     def _check_sink_rules(self, envelope: Envelope, index: int, label: str) -> None:
         rules = self.sink_rules
@@ -811,7 +860,7 @@ class OutboxWriter:
             schema = self._key_schemas.get(table)
             key = {name: item[name] for name in schema if name in item} if schema else None
             size = item_size(item)
-            label = f"Put{on_other_table} {_describe_key(key) if key else '(key unknown)'}"
+            label = f"Put{on_other_table} {self._describe_key(key) if key else '(key unknown)'}"
             identity = _identity(table, key) if key else None
         else:
             key = body.get("Key")
@@ -821,7 +870,7 @@ class OutboxWriter:
                 raise InvalidWrite(f"{where}: an Update needs an UpdateExpression")
             values = body.get("ExpressionAttributeValues") or {}
             size = item_size(key) + sum(attribute_value_size(v) for v in values.values())
-            label = f"{kind}{on_other_table} {_describe_key(key)}"
+            label = f"{kind}{on_other_table} {self._describe_key(key)}"
             identity = _identity(table, key)
         return _Action(
             request={kind: body}, label=label, role="extra", identity=identity, size=size
@@ -872,20 +921,20 @@ def _check_limits(actions: Sequence[_Action]) -> None:
         )
 
 
-def _checked_entity_key(entity: Mapping[str, Any]) -> str:
-    """The entity's PK, once PK and SK are non-empty strings and SK is not an outbox key."""
-    for attribute in (ATTR_PK, ATTR_SK):
+def _checked_entity_key(entity: Mapping[str, Any], keys: TableKeys) -> str:
+    """The entity's partition key, once both keys are strings and the sort key no outbox key."""
+    for attribute in keys.names:
         value = entity.get(attribute)
         if not isinstance(value, str) or not value:
             raise InvalidWrite(
                 f"the entity needs a non-empty string {attribute} (the table's key), got {value!r}"
             )
-    if entity[ATTR_SK].startswith(OUTBOX_SK_PREFIX):
+    if entity[keys.sort].startswith(OUTBOX_SK_PREFIX):
         raise InvalidWrite(
-            f"the entity's SK {entity[ATTR_SK]!r} starts with {OUTBOX_SK_PREFIX!r}, which is "
-            "reserved for outbox items: the publisher would take the entity for an event"
+            f"the entity's {keys.sort} {entity[keys.sort]!r} starts with {OUTBOX_SK_PREFIX!r}, "
+            "which is reserved for outbox items: the publisher would take the entity for an event"
         )
-    return cast(str, entity[ATTR_PK])
+    return cast(str, entity[keys.partition])
 
 
 def _checked_event_id(event_id: Any) -> str:
@@ -938,12 +987,6 @@ def _identity(table: str, key: Mapping[str, Any]) -> tuple[Any, ...]:
             data = bytes(data) if not isinstance(data, str) else data.encode()
         parts.append((name, kind, data))
     return (table, tuple(parts))
-
-
-def _describe_key(key: Mapping[str, Any]) -> str:
-    """``PK=ORDER#1 SK=META``: an item's PK/SK, or every key attribute of another table."""
-    names = [name for name in (ATTR_PK, ATTR_SK) if name in key] or sorted(key)
-    return " ".join(f"{name}={_short(key[name])}" for name in names)
 
 
 def _short(value: Any) -> str:

@@ -23,10 +23,15 @@ def producer_blocks() -> list[str]:
     return python_blocks("### Producer code")
 
 
-def create_orders_table() -> None:
+def create_orders_table(*, stream: bool = False) -> None:
     client = boto3.client("dynamodb")
     client.create_table(
         TableName="orders",
+        StreamSpecification=(
+            {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+            if stream
+            else {"StreamEnabled": False}
+        ),
         BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[
             {"AttributeName": "PK", "AttributeType": "S"},
@@ -100,12 +105,78 @@ def test_the_testing_snippet_drives_the_readme_consumer_with_built_records(
     charged: list[str] = []
     namespace: dict[str, Any] = {"charge": lambda order_id, total: charged.append(order_id)}
     exec(compile(producer_blocks()[0], "README producer", "exec"), namespace)
-    (consumer_block,) = python_blocks("### Consumer code")
+    consumer_block = python_blocks("### Consumer code")[0]
     exec(compile(consumer_block, "README consumer", "exec"), namespace)
 
     # WHEN the "Testing your service" snippet runs as printed
-    (block,) = python_blocks("## Testing your service")
+    block = python_blocks("## Testing your service")[0]
     exec(compile(block, "README testing", "exec"), namespace)
 
     # THEN the consumer charged once: the second delivery was skipped as a duplicate
     assert charged == ["1001"]
+
+
+def test_the_whole_path_snippet_takes_both_orders_from_the_table_to_billing(
+    aws: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the README's writer (its order written) and consumer, the table streaming
+    from dynamodb_outbox import publisher
+    from tests.functional.consumer_fixtures import create_idempotency_table
+
+    create_orders_table(stream=True)
+    monkeypatch.setenv(
+        "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
+    )
+    for name in ("OUTBOX_TABLE_NAME", "OUTBOX_EVENT_BUS_NAME"):
+        monkeypatch.delenv(name, raising=False)  # restored after the snippet sets them
+    charged: list[str] = []
+    namespace: dict[str, Any] = {"charge": lambda order_id, total: charged.append(order_id)}
+    exec(compile(producer_blocks()[0], "README producer", "exec"), namespace)
+    consumer_block = python_blocks("### Consumer code")[0]
+    exec(compile(consumer_block, "README consumer", "exec"), namespace)
+
+    # WHEN the whole-path snippet runs as printed
+    try:
+        block = python_blocks("## Testing your service")[1]
+        exec(compile(block, "README whole path", "exec"), namespace)
+    finally:
+        publisher.default_runtime.cache_clear()
+
+    # THEN billing charged each order once, through the stream, the bus and the queue
+    assert sorted(charged) == ["1001", "1002"]
+    sqs = boto3.client("sqs")
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=namespace["queue_url"], AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "0"
+    # AND the outbox items are gone: only the orders remain
+    items = boto3.client("dynamodb").scan(TableName="orders")["Items"]
+    assert sorted(item["SK"]["S"] for item in items) == ["META", "META"]
+
+
+def test_the_typed_payload_snippet_hands_the_function_the_model(
+    aws: None, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    # GIVEN the README's consumer, then its typed-payload snippet
+    from dynamodb_outbox.local import LambdaContext
+    from dynamodb_outbox.local.records import consumer_event
+    from tests.factories import make_envelope
+    from tests.functional.consumer_fixtures import create_idempotency_table
+
+    monkeypatch.setenv(
+        "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
+    )
+    namespace: dict[str, Any] = {}
+    consumer_block, typed_block = python_blocks("### Consumer code")
+    exec(compile(consumer_block, "README consumer", "exec"), namespace)
+    exec(compile(typed_block, "README typed consumer", "exec"), namespace)
+
+    # WHEN an OrderCreated event and one whose payload lacks the total arrive
+    good = make_envelope(payload={"order_id": "1001", "total": 42.5})
+    bad = make_envelope(payload={"order_id": "1002"})
+    event = consumer_event([good, bad])
+    response = namespace["ship"](event, LambdaContext("arn:aws:lambda:us-east-1:1:function:ship"))
+
+    # THEN the good one was shipped with its parsed order, the other one failed alone
+    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][1]["messageId"]}]}
+    assert f"shipping 1001 for event {good.id}" in capsys.readouterr().out

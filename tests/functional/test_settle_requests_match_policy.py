@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tests.functional.conftest import EventBus, OutboxTable
 
 MAIN_TF = Path(__file__).resolve().parents[2] / "main.tf"
+VARIABLES_TF = MAIN_TF.with_name("variables.tf")
 
 
 def _hcl_string_list(local_name: str) -> set[str]:
@@ -32,6 +33,22 @@ def _hcl_string_list(local_name: str) -> set[str]:
     match = re.search(rf"^\s*{local_name}\s*=\s*\[([^\]]*)\]", MAIN_TF.read_text(), re.MULTILINE)
     assert match is not None, f"main.tf has no one-line list local {local_name}"
     return set(re.findall(r'"([^"]+)"', match.group(1)))
+
+
+def _default_key_attributes() -> set[str]:
+    """The key attributes of the policy lists: the table's keys, at the module's defaults."""
+    listed = re.search(r"^\s*outbox_key_attributes\s*=\s*(.+)$", MAIN_TF.read_text(), re.MULTILINE)
+    assert listed is not None, "main.tf has no outbox_key_attributes local"
+    assert listed.group(1).strip() == "[local.partition_key, local.sort_key]", listed.group(1)
+    variables = VARIABLES_TF.read_text()
+    names: set[str] = set()
+    for attribute in ("partition_key", "sort_key"):
+        default = re.search(
+            rf'^\s*{attribute}\s*=\s*optional\(string, "([^"]+)"\)', variables, re.M
+        )
+        assert default is not None, f"variables.tf: table.{attribute} has no default"
+        names.add(default.group(1))
+    return names
 
 
 def _record_requests(client: Any, operation: str) -> list[dict[str, Any]]:
@@ -71,7 +88,7 @@ def test_deletes_and_quarantine_updates_name_only_the_attributes_the_policy_allo
     )
     assert (result.quarantined, result.deleted) == (1, 1)
 
-    key_attributes = _hcl_string_list("outbox_key_attributes")
+    key_attributes = _default_key_attributes()
     quarantine_attributes = _hcl_string_list("quarantine_attributes")
     # THEN every delete carries the key attributes only, and no PutRequest
     requests = [r for call in batch_writes for r in call["RequestItems"][outbox_table.name]]

@@ -762,6 +762,8 @@ run "sns_replaces_the_bus_with_a_topic_and_subscriptions" {
   assert {
     condition = aws_lambda_function.publisher.environment[0].variables == tomap({
       OUTBOX_TABLE_NAME            = "orders-outbox"
+      OUTBOX_PARTITION_KEY         = "PK"
+      OUTBOX_SORT_KEY              = "SK"
       OUTBOX_PUBLISH_TO            = "sns"
       OUTBOX_TOPIC_ARN             = "arn:aws:sns:eu-west-1:111122223333:orders-outbox"
       POWERTOOLS_SERVICE_NAME      = "orders-outbox"

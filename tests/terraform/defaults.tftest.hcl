@@ -213,13 +213,15 @@ run "publisher_function_is_configured" {
   assert {
     condition = aws_lambda_function.publisher.environment[0].variables == tomap({
       OUTBOX_TABLE_NAME            = "orders-outbox"
+      OUTBOX_PARTITION_KEY         = "PK"
+      OUTBOX_SORT_KEY              = "SK"
       OUTBOX_PUBLISH_TO            = "eventbridge"
       OUTBOX_EVENT_BUS_NAME        = "orders-outbox"
       POWERTOOLS_SERVICE_NAME      = "orders-outbox"
       POWERTOOLS_METRICS_NAMESPACE = "DynamoDBOutbox"
       LOG_LEVEL                    = "INFO"
     })
-    error_message = "The publisher's environment must name the table, the transport (eventbridge) and the bus, and configure Powertools."
+    error_message = "The publisher's environment must name the table and its keys, the transport (eventbridge) and the bus, and configure Powertools."
   }
 
   assert {

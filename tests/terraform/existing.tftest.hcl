@@ -300,3 +300,77 @@ run "existing_table_and_default_bus" {
     error_message = "The account's default bus can be used."
   }
 }
+
+# A table keyed id/sort adopts the outbox by naming its keys; its pending index
+# is sorted by its own sort key.
+run "existing_table_keyed_id_sort_is_adopted" {
+  command = plan
+
+  variables {
+    table = {
+      create        = false
+      name          = "orders"
+      partition_key = "id"
+      sort_key      = "sort"
+    }
+  }
+
+  override_data {
+    target = data.aws_dynamodb_table.existing
+    values = {
+      arn                    = "arn:aws:dynamodb:eu-west-1:111122223333:table/orders"
+      stream_arn             = "arn:aws:dynamodb:eu-west-1:111122223333:table/orders/stream/2024-05-01T00:00:00.000"
+      stream_enabled         = true
+      stream_view_type       = "NEW_IMAGE"
+      hash_key               = "id"
+      range_key              = "sort"
+      attribute              = [{ name = "id", type = "S" }, { name = "sort", type = "S" }, { name = "outbox_pending_shard", type = "S" }]
+      server_side_encryption = []
+      global_secondary_index = [{ name = "outbox-pending", hash_key = "outbox_pending_shard", range_key = "sort", projection_type = "KEYS_ONLY", non_key_attributes = [], read_capacity = 0, write_capacity = 0 }]
+    }
+  }
+
+  assert {
+    condition     = jsondecode(one(aws_lambda_event_source_mapping.publisher.filter_criteria[0].filter).pattern).dynamodb.Keys == { sort = { S = [{ prefix = "OUTBOX#" }] } }
+    error_message = "The stream filter must test the existing table's sort key, sort."
+  }
+
+  assert {
+    condition = alltrue([
+      for variables in [aws_lambda_function.publisher.environment[0].variables, aws_lambda_function.sweeper[0].environment[0].variables] :
+      variables["OUTBOX_PARTITION_KEY"] == "id" && variables["OUTBOX_SORT_KEY"] == "sort"
+    ])
+    error_message = "The publisher and the sweeper must be told the existing table's key names."
+  }
+}
+
+# The same table with the default key names left in place: plan must fail (the
+# postcondition names both sets of keys) rather than deploy a publisher whose
+# filter matches nothing.
+run "existing_table_keyed_id_sort_without_key_names_fails_plan" {
+  command = plan
+
+  variables {
+    table = {
+      create = false
+      name   = "orders"
+    }
+  }
+
+  override_data {
+    target = data.aws_dynamodb_table.existing
+    values = {
+      arn                    = "arn:aws:dynamodb:eu-west-1:111122223333:table/orders"
+      stream_arn             = "arn:aws:dynamodb:eu-west-1:111122223333:table/orders/stream/2024-05-01T00:00:00.000"
+      stream_enabled         = true
+      stream_view_type       = "NEW_IMAGE"
+      hash_key               = "id"
+      range_key              = "sort"
+      attribute              = [{ name = "id", type = "S" }, { name = "sort", type = "S" }]
+      server_side_encryption = []
+      global_secondary_index = [{ name = "outbox-pending", hash_key = "outbox_pending_shard", range_key = "sort", projection_type = "KEYS_ONLY", non_key_attributes = [], read_capacity = 0, write_capacity = 0 }]
+    }
+  }
+
+  expect_failures = [data.aws_dynamodb_table.existing]
+}

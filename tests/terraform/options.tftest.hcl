@@ -242,3 +242,48 @@ run "provisioned_table_with_options" {
     error_message = "The permissions boundary must be set on the publisher role."
   }
 }
+
+# An application table keyed pk/sk: the names reach the table, its pending
+# index, the stream filter, the IAM conditions and both functions.
+run "other_key_names_reach_every_part" {
+  command = plan
+
+  variables {
+    table = { partition_key = "pk", sort_key = "sk" }
+  }
+
+  assert {
+    condition = (
+      aws_dynamodb_table.this[0].hash_key == "pk" && aws_dynamodb_table.this[0].range_key == "sk"
+      && aws_dynamodb_table.this[0].attribute == toset([{ name = "pk", type = "S" }, { name = "sk", type = "S" }, { name = "outbox_pending_shard", type = "S" }])
+      && one(aws_dynamodb_table.this[0].global_secondary_index).range_key == "sk"
+    )
+    error_message = "table.partition_key/sort_key must name the table's keys and the pending index's sort key."
+  }
+
+  assert {
+    condition     = one(aws_lambda_event_source_mapping.publisher.filter_criteria[0].filter).pattern == "{\"dynamodb\":{\"Keys\":{\"sk\":{\"S\":[{\"prefix\":\"OUTBOX#\"}]}}},\"eventName\":[\"INSERT\"]}"
+    error_message = "The stream filter must test the table's sort key, sk."
+  }
+
+  assert {
+    condition = alltrue([
+      for variables in [aws_lambda_function.publisher.environment[0].variables, aws_lambda_function.sweeper[0].environment[0].variables] :
+      variables["OUTBOX_PARTITION_KEY"] == "pk" && variables["OUTBOX_SORT_KEY"] == "sk"
+    ])
+    error_message = "The publisher and the sweeper must be told the key names."
+  }
+
+  assert {
+    condition = [
+      for document in [data.aws_iam_policy_document.publisher, data.aws_iam_policy_document.sweeper[0]] : {
+        for s in document.statement : s.sid => toset(flatten([for c in s.condition : c.values if c.variable == "dynamodb:Attributes"]))
+        if contains(["DeletePublishedItems", "QuarantinePoisonItems"], s.sid)
+      }
+      ] == [for _ in range(2) : {
+        DeletePublishedItems  = toset(["pk", "sk"])
+        QuarantinePoisonItems = toset(["pk", "sk", "outbox_status", "quarantine_reason", "quarantined_at", "outbox_pending_shard"])
+    }]
+    error_message = "The deletes and quarantine updates of both functions may carry the table's key attributes, pk and sk."
+  }
+}

@@ -267,6 +267,8 @@ run "sweeper_function_is_configured" {
   assert {
     condition = aws_lambda_function.sweeper[0].environment[0].variables == tomap({
       OUTBOX_TABLE_NAME              = "orders-outbox"
+      OUTBOX_PARTITION_KEY           = "PK"
+      OUTBOX_SORT_KEY                = "SK"
       OUTBOX_PUBLISH_TO              = "eventbridge"
       OUTBOX_EVENT_BUS_NAME          = "orders-outbox"
       OUTBOX_PENDING_INDEX           = "outbox-pending"
@@ -277,7 +279,7 @@ run "sweeper_function_is_configured" {
       POWERTOOLS_METRICS_NAMESPACE   = "DynamoDBOutbox"
       LOG_LEVEL                      = "INFO"
     })
-    error_message = "The sweeper's environment must name the table, sink, index, shards, min age and max items, and configure Powertools."
+    error_message = "The sweeper's environment must name the table and its keys, sink, index, shards, min age and max items, and configure Powertools."
   }
 
   assert {

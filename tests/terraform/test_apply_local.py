@@ -97,6 +97,8 @@ def test_publisher_function_runs_the_publisher_handler(
     assert config["Role"] == outputs["publisher_role_arn"]
     assert config["Environment"]["Variables"] == {
         "OUTBOX_TABLE_NAME": outputs["table_name"],
+        "OUTBOX_PARTITION_KEY": "PK",
+        "OUTBOX_SORT_KEY": "SK",
         "OUTBOX_PUBLISH_TO": "eventbridge",
         "OUTBOX_EVENT_BUS_NAME": outputs["event_bus_name"],
         "POWERTOOLS_SERVICE_NAME": "outbox-local",

@@ -135,6 +135,21 @@ CASES: dict[str, Case] = {
         consumers(f"billing = {{ {PATTERN}, maximum_retry_attempts = 186 }}"),
         ("maximum_retry_attempts must be", "Invalid for: billing (186)."),
     ),
+    "table_keys_alike": Case(
+        'table = { partition_key = "id", sort_key = "id" }',
+        ("The table.partition_key and table.sort_key must differ",),
+        name_consumers=False,
+    ),
+    "sort_key_named_like_an_outbox_attribute": Case(
+        'table = { sort_key = "outbox_status" }',
+        ("The table.sort_key must not be named like an attribute of every outbox item",),
+        name_consumers=False,
+    ),
+    "partition_key_empty": Case(
+        'table = { partition_key = "" }',
+        ("The table.partition_key must be an attribute name of 1 to 255 characters",),
+        name_consumers=False,
+    ),
     "alarm_action_not_an_arn": Case(
         'alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:ok", "oncall"] }',
         ('Malformed ARN in alarms.actions or alarms.ok_actions: "oncall".',),

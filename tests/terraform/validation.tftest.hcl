@@ -472,3 +472,33 @@ run "permissions_boundary_that_is_not_a_policy_arn_is_rejected" {
 
   expect_failures = [var.iam_permissions_boundary_arn]
 }
+
+run "empty_partition_key_is_rejected" {
+  command = plan
+
+  variables {
+    table = { partition_key = "" }
+  }
+
+  expect_failures = [var.table]
+}
+
+run "same_partition_and_sort_key_is_rejected" {
+  command = plan
+
+  variables {
+    table = { partition_key = "id", sort_key = "id" }
+  }
+
+  expect_failures = [var.table]
+}
+
+run "sort_key_named_like_an_outbox_attribute_is_rejected" {
+  command = plan
+
+  variables {
+    table = { sort_key = "envelope" }
+  }
+
+  expect_failures = [var.table]
+}

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
 from dynamodb_outbox import (
     Condition,
@@ -53,6 +54,20 @@ def billing(event: Envelope) -> None:
     print(event.payload["total"])
 
 
+class OrderPaid(BaseModel):
+    order_id: str
+
+
+@consumer.handler(model=OrderPaid)
+def shipping(event: Envelope, paid: OrderPaid) -> None:
+    print(event.id, paid.order_id)
+
+
+legacy_writer = OutboxWriter(
+    "legacy-orders", boto3.client("dynamodb"), partition_key="pk", sort_key="sk"
+)
+
+
 def own_handler(event: SQSEvent, context: LambdaContext) -> PartialBatchResponse:
     return billing(event, context)
 
@@ -68,6 +83,6 @@ def wire(stream_config: dict[str, object], queue_config: dict[str, object]) -> L
             clock=clock,
         )
     )
-    for handler in (billing, own_handler, reference_handler):
+    for handler in (billing, shipping, own_handler, reference_handler):
         runtime.add(SqsMapping(queue_config, handler, sqs_client=boto3.client("sqs"), clock=clock))
     return runtime

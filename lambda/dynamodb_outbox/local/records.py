@@ -31,6 +31,7 @@ from typing import Final, Literal
 from dynamodb_outbox.consumer import SQSEvent, SQSRecord, SQSRecordAttributes
 from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, Envelope, outbox_item
 from dynamodb_outbox.stream_types import DynamoDBStreamEvent, DynamoDBStreamRecord
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
     "ACCOUNT_ID",
@@ -130,14 +131,17 @@ def outbox_stream_record(
     *,
     pending_shards: int = DEFAULT_PENDING_SHARDS,
     event_source_arn: str = _STREAM_ARN,
+    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
 ) -> DynamoDBStreamRecord:
     """The ``INSERT`` stream record of the outbox item the writer commits for ``envelope``.
 
     ``pk`` is the entity's partition key; ``sequence_number`` is the record's
     ``itemIdentifier`` in the publisher's partial batch response (numeric
-    text; order them as the stream would).
+    text; order them as the stream would). ``table_keys`` names the table's
+    key attributes, as the publisher's must.
     """
-    item = outbox_item(pk, envelope, pending_shards)
+    partition_key, sort_key = table_keys.names
+    item = outbox_item(pk, envelope, pending_shards, partition_key=partition_key, sort_key=sort_key)
     return {
         "eventID": uuid.uuid4().hex,
         "eventName": "INSERT",
@@ -146,7 +150,7 @@ def outbox_stream_record(
         "awsRegion": REGION,
         "dynamodb": {
             "ApproximateCreationDateTime": 1_700_000_000.0,
-            "Keys": {"PK": item["PK"], "SK": item["SK"]},
+            "Keys": table_keys.key_of(item),
             "NewImage": item,
             "SequenceNumber": sequence_number,
             "SizeBytes": len(json.dumps(item)),

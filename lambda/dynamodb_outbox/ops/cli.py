@@ -37,12 +37,15 @@ from dynamodb_outbox.ops.common import (
 )
 from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX, MAX_PENDING_SHARDS
 from dynamodb_outbox.settings import (
+    ENV_PARTITION_KEY,
     ENV_PENDING_INDEX,
     ENV_PENDING_SHARDS,
+    ENV_SORT_KEY,
     ENV_TABLE_NAME,
     ConfigurationError,
     integer_env,
 )
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, InvalidTableKeys, TableKeys
 
 PROG = "outbox-ops"
 
@@ -105,6 +108,18 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         help=f"pending-index shards; must match the writers' (default: ${ENV_PENDING_SHARDS} "
         f"or {DEFAULT_PENDING_SHARDS})",
     )
+    group.add_argument(
+        "--partition-key",
+        default=default(environ.get(ENV_PARTITION_KEY) or DEFAULT_TABLE_KEYS.partition),
+        help=f"the table's partition key attribute (default: ${ENV_PARTITION_KEY} or "
+        f"{DEFAULT_TABLE_KEYS.partition})",
+    )
+    group.add_argument(
+        "--sort-key",
+        default=default(environ.get(ENV_SORT_KEY) or DEFAULT_TABLE_KEYS.sort),
+        help=f"the table's sort key attribute (default: ${ENV_SORT_KEY} or "
+        f"{DEFAULT_TABLE_KEYS.sort})",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,6 +156,14 @@ def _region(args: argparse.Namespace) -> str:
     if not region:
         raise OpsError("no AWS region: pass --region or set AWS_REGION", EXIT_BAD_INPUT)
     return str(region)
+
+
+def _table_keys(args: argparse.Namespace) -> TableKeys:
+    try:
+        return TableKeys(args.partition_key, args.sort_key)
+    except InvalidTableKeys as exc:
+        flags = " and ".join(f"--{role}-key" for role in exc.roles)
+        raise OpsError(f"{flags}: {exc}", EXIT_BAD_INPUT) from None
 
 
 def _explain_missing_index(exc: BaseException, ctx: Context | None) -> str | None:
@@ -200,6 +223,7 @@ def main(
                 f"--pending-shards must be between 1 and 100, got {args.pending_shards}",
                 EXIT_BAD_INPUT,
             )
+        table_keys = _table_keys(args)
         if client_factory is None:
             region = _region(args)
             factory = _default_client_factory(region, args.endpoint_url)
@@ -214,6 +238,7 @@ def main(
             pending_shards=args.pending_shards,
             make_client=factory,
             now=now(),
+            table_keys=table_keys,
         )
         report: Report = args.run(ctx, args)
     except OpsError as exc:

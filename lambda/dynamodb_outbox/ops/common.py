@@ -21,8 +21,6 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
-    ATTR_PK,
-    ATTR_SK,
     OUTBOX_SK_PREFIX,
 )
 from dynamodb_outbox.event_ids import event_id_milliseconds
@@ -37,6 +35,7 @@ from dynamodb_outbox.pending_index import (
     sort_key,
     ulid_time,
 )
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 if TYPE_CHECKING:
     from dynamodb_outbox.publishing import PublishResult
@@ -109,6 +108,7 @@ class Context:
     pending_shards: int
     make_client: ClientFactory
     now: datetime
+    table_keys: TableKeys = DEFAULT_TABLE_KEYS
     _clients: dict[str, Any] = field(default_factory=dict)
 
     def client(self, service: str) -> Any:
@@ -278,8 +278,8 @@ def s(item: Mapping[str, Any], name: str) -> str:
     return text if isinstance(text, str) else ""
 
 
-def key_of(item: Mapping[str, Any]) -> AttributeMap:
-    return {ATTR_PK: dict(item[ATTR_PK]), ATTR_SK: dict(item[ATTR_SK])}
+def key_of(item: Mapping[str, Any], ctx: Context) -> AttributeMap:
+    return ctx.table_keys.key_of(item)
 
 
 def utc_now() -> datetime:
@@ -327,14 +327,21 @@ def pending_index_keys(
         values[":high"] = {"S": high_sk or OUTBOX_SK_PREFIX + "\U0010ffff"}
     merged = OldestFirst(
         [
-            ShardCursor(query, shard, sort_key_condition=condition, values=values, page_limit=limit)
+            ShardCursor(
+                query,
+                shard,
+                sort_key_condition=condition,
+                values=values,
+                page_limit=limit,
+                table_keys=ctx.table_keys,
+            )
             for shard in shard_keys(ctx.pending_shards)
         ]
     )
     keys: list[AttributeMap] = []
     while merged.peek() is not None and (limit is None or len(keys) < limit):
         key = merged.pop()
-        if sort_key(key).startswith(OUTBOX_SK_PREFIX):
+        if sort_key(key, ctx.table_keys).startswith(OUTBOX_SK_PREFIX):
             keys.append(key)
     return keys
 
@@ -367,11 +374,11 @@ def batch_get(
     found: dict[str, AttributeMap] = {}
     unique: dict[str, AttributeMap] = {}
     for key in keys:
-        unique.setdefault(key_id(key), key)
+        unique.setdefault(key_id(key, ctx.table_keys), key)
     ordered = list(unique.values())
     for start in range(0, len(ordered), BATCH_GET_MAX_KEYS):
         chunk = ordered[start : start + BATCH_GET_MAX_KEYS]
-        read = read_back(client, ctx.table, chunk, consistent=consistent)
+        read = read_back(client, ctx.table, chunk, consistent=consistent, table_keys=ctx.table_keys)
         if read.unread:
             raise OpsError(
                 f"DynamoDB left {len(read.unread)} keys unread after "
@@ -380,7 +387,8 @@ def batch_get(
                 EXIT_INCOMPLETE,
             )
         found.update(read.items)
-    return [found[key_id(key)] for key in ordered if key_id(key) in found]
+    ids = [key_id(key, ctx.table_keys) for key in ordered]
+    return [found[key] for key in ids if key in found]
 
 
 # ---------------------------------------------------------------------- publishing
@@ -427,19 +435,26 @@ def publish_items(
     """Publish pending ``items`` through the publisher's core; also the event ids left pending."""
     from dynamodb_outbox.publishing import OutboxCandidate, publish_outbox_items
 
+    sort = ctx.table_keys.sort
     candidates = [
-        OutboxCandidate(key=key_of(item), item=item, position=position, checkpoint=s(item, ATTR_SK))
+        OutboxCandidate(
+            key=key_of(item, ctx), item=item, position=position, checkpoint=s(item, sort)
+        )
         for position, item in enumerate(items)
     ]
     with publisher_logs_to_stderr():
         result = publish_outbox_items(
-            candidates, sink=sink, table_name=ctx.table, dynamodb_client=ctx.client("dynamodb")
+            candidates,
+            sink=sink,
+            table_name=ctx.table,
+            dynamodb_client=ctx.client("dynamodb"),
+            table_keys=ctx.table_keys,
         )
     left: list[str] = []
     if result.failure_position is not None:
-        left = [event_id_of(s(item, ATTR_SK)) for item in items[result.failure_position :]]
+        left = [event_id_of(s(item, sort)) for item in items[result.failure_position :]]
     elif result.stopped_at_position is not None:
-        left = [event_id_of(s(item, ATTR_SK)) for item in items[result.stopped_at_position :]]
+        left = [event_id_of(s(item, sort)) for item in items[result.stopped_at_position :]]
     return result, left
 
 

@@ -8,10 +8,8 @@ from typing import Any, Final
 
 from dynamodb_outbox.envelope import (
     ATTR_EVENT_TYPE,
-    ATTR_PK,
     ATTR_QUARANTINE_REASON,
     ATTR_QUARANTINED_AT,
-    ATTR_SK,
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
     STATUS_QUARANTINED,
@@ -52,14 +50,18 @@ Read-only: --dry-run changes nothing here.
 """
 
 QUARANTINE_PROJECTION: Final = "#pk, #sk, #type, #status, #reason, #at"
-PROJECTION_NAMES: Final = {
-    "#pk": ATTR_PK,
-    "#sk": ATTR_SK,
-    "#type": ATTR_EVENT_TYPE,
-    "#status": ATTR_STATUS,
-    "#reason": ATTR_QUARANTINE_REASON,
-    "#at": ATTR_QUARANTINED_AT,
-}
+
+
+def projection_names(ctx: Context) -> dict[str, str]:
+    """The placeholders of :data:`QUARANTINE_PROJECTION`, with the table's key names."""
+    return {
+        "#pk": ctx.table_keys.partition,
+        "#sk": ctx.table_keys.sort,
+        "#type": ATTR_EVENT_TYPE,
+        "#status": ATTR_STATUS,
+        "#reason": ATTR_QUARANTINE_REASON,
+        "#at": ATTR_QUARANTINED_AT,
+    }
 
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -90,10 +92,10 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def row(item: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
-    sk = s(item, ATTR_SK)
+    sk = s(item, ctx.table_keys.sort)
     age = age_seconds(sk, ctx.now)
     entry: dict[str, Any] = {
-        "pk": s(item, ATTR_PK),
+        "pk": s(item, ctx.table_keys.partition),
         "sk": sk,
         "event_id": event_id_of(sk),
         "event_type": s(item, ATTR_EVENT_TYPE),
@@ -112,7 +114,7 @@ def scan_quarantined(ctx: Context, limit: int | None) -> tuple[list[AttributeMap
         "TableName": ctx.table,
         "FilterExpression": "#status = :quarantined AND begins_with(#sk, :prefix)",
         "ProjectionExpression": QUARANTINE_PROJECTION,
-        "ExpressionAttributeNames": PROJECTION_NAMES,
+        "ExpressionAttributeNames": projection_names(ctx),
         "ExpressionAttributeValues": {
             ":quarantined": {"S": STATUS_QUARANTINED},
             ":prefix": {"S": OUTBOX_SK_PREFIX},
@@ -138,7 +140,7 @@ def query_collection(ctx: Context, pk: str) -> list[AttributeMap]:
         TableName=ctx.table,
         KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
         ProjectionExpression="#pk, #sk, #type, #status, #reason, #at, #shard",
-        ExpressionAttributeNames={**PROJECTION_NAMES, "#shard": "outbox_pending_shard"},
+        ExpressionAttributeNames={**projection_names(ctx), "#shard": "outbox_pending_shard"},
         ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": OUTBOX_SK_PREFIX}},
         ConsistentRead=True,
     ):
@@ -175,13 +177,14 @@ def run(ctx: Context, args: argparse.Namespace) -> Report:
         keys = pending_index_keys(ctx, limit=limit)
         pending_count = count_pending(ctx)
         # The index is KEYS_ONLY: the event type comes from the items.
-        by_key = {s(item, ATTR_SK): item for item in batch_get(ctx, keys, consistent=False)}
-        pending = [row(by_key.get(s(key, ATTR_SK), key), ctx) for key in keys]
+        sort = ctx.table_keys.sort
+        by_key = {s(item, sort): item for item in batch_get(ctx, keys, consistent=False)}
+        pending = [row(by_key.get(s(key, sort), key), ctx) for key in keys]
         quarantined, quarantined_count, complete = [], 0, True
         method = "skipped (--no-quarantined)"
         if not args.no_quarantined:
             found, complete = scan_quarantined(ctx, limit)
-            found.sort(key=lambda item: s(item, ATTR_SK))
+            found.sort(key=lambda item: s(item, ctx.table_keys.sort))
             quarantined = [row(item, ctx) for item in found]
             quarantined_count = len(found)
             method = "Scan of the whole table" if complete else f"Scan stopped at --limit {limit}"

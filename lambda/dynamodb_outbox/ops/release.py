@@ -9,10 +9,8 @@ from botocore.exceptions import ClientError
 
 from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
-    ATTR_PK,
     ATTR_QUARANTINE_REASON,
     ATTR_QUARANTINED_AT,
-    ATTR_SK,
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
     STATUS_PENDING,
@@ -35,7 +33,7 @@ from dynamodb_outbox.ops.common import (
     publish_summary,
     s,
 )
-from dynamodb_outbox.ops.pending import PROJECTION_NAMES, QUARANTINE_PROJECTION, query_collection
+from dynamodb_outbox.ops.pending import QUARANTINE_PROJECTION, projection_names, query_collection
 from dynamodb_outbox.pending_index import is_pending
 
 HELP: Final = "re-queue quarantined items (after a fix) for the sweeper, or publish them now"
@@ -103,16 +101,16 @@ def find_quarantined(
             item
             for item in query_collection(ctx, pk)
             if s(item, ATTR_STATUS) == STATUS_QUARANTINED
-            and (event_ids is None or s(item, ATTR_SK) in wanted)
+            and (event_ids is None or s(item, ctx.table_keys.sort) in wanted)
         ]
     else:
         items = _scan(ctx, wanted if event_ids is not None else None, limit)
-    items.sort(key=lambda item: s(item, ATTR_SK))
+    items.sort(key=lambda item: s(item, ctx.table_keys.sort))
     return items if limit is None else items[:limit]
 
 
 def _scan(ctx: Context, wanted: set[str] | None, limit: int | None) -> list[AttributeMap]:
-    names = dict(PROJECTION_NAMES)
+    names = projection_names(ctx)
     values: dict[str, Any] = {":quarantined": {"S": STATUS_QUARANTINED}}
     condition = "#status = :quarantined"
     if wanted is not None:
@@ -139,7 +137,8 @@ def _scan(ctx: Context, wanted: set[str] | None, limit: int | None) -> list[Attr
         last = response.get("LastEvaluatedKey")
         if not last:
             return found
-        if wanted is not None and len({s(item, ATTR_SK) for item in found}) >= len(wanted):
+        sort = ctx.table_keys.sort
+        if wanted is not None and len({s(item, sort) for item in found}) >= len(wanted):
             return found
         if wanted is None and limit is not None and len(found) >= limit:
             return found
@@ -148,11 +147,11 @@ def _scan(ctx: Context, wanted: set[str] | None, limit: int | None) -> list[Attr
 
 def release_item(ctx: Context, item: AttributeMap) -> bool:
     """True if this call released it; False if it was no longer quarantined (or gone)."""
-    event_id = event_id_of(s(item, ATTR_SK))
+    event_id = event_id_of(s(item, ctx.table_keys.sort))
     try:
         ctx.client("dynamodb").update_item(
             TableName=ctx.table,
-            Key=key_of(item),
+            Key=key_of(item, ctx),
             UpdateExpression=_RELEASE_UPDATE,
             ConditionExpression="#status = :quarantined",
             ExpressionAttributeNames={
@@ -188,7 +187,8 @@ def run(ctx: Context, args: argparse.Namespace) -> Report:
 
     report = Report()
     items = find_quarantined(ctx, event_ids, args.pk, args.limit)
-    found_ids = [event_id_of(s(item, ATTR_SK)) for item in items]
+    partition, sort = ctx.table_keys.names
+    found_ids = [event_id_of(s(item, sort)) for item in items]
     not_found = sorted(set(event_ids or []) - set(found_ids))
     released: list[str] = []
     skipped: list[str] = []
@@ -199,7 +199,7 @@ def run(ctx: Context, args: argparse.Namespace) -> Report:
         "table": ctx.table,
         "dry_run": ctx.dry_run,
         "quarantined_found": [
-            {"pk": s(item, ATTR_PK), "event_id": event_id, "reason": s(item, "quarantine_reason")}
+            {"pk": s(item, partition), "event_id": event_id, "reason": s(item, "quarantine_reason")}
             for item, event_id in zip(items, found_ids, strict=True)
         ],
         "released": released,
@@ -213,7 +213,7 @@ def run(ctx: Context, args: argparse.Namespace) -> Report:
         verb = "would release" if ctx.dry_run else "released"
         if event_id in skipped:
             verb = "already released"
-        report.say(f"{verb} {s(item, ATTR_PK)} {event_id} (was: {s(item, 'quarantine_reason')})")
+        report.say(f"{verb} {s(item, partition)} {event_id} (was: {s(item, 'quarantine_reason')})")
     for event_id in not_found:
         report.say(f"not quarantined (already released, published or unknown): {event_id}")
     if ctx.dry_run:
@@ -224,7 +224,7 @@ def run(ctx: Context, args: argparse.Namespace) -> Report:
         if released:
             report.say(f"{len(released)} released; the next sweeper run publishes them")
         return report
-    keys = [key_of(item) for item in items if event_id_of(s(item, ATTR_SK)) in set(released)]
+    keys = [key_of(item, ctx) for item in items if event_id_of(s(item, sort)) in set(released)]
     to_publish = [item for item in batch_get(ctx, keys) if is_pending(item)]
     result, left = publish_items(ctx, to_publish, sink)
     report.data["publish"] = {**publish_summary(result), "left_pending": left}

@@ -13,8 +13,6 @@ from typing import Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox.envelope import (
-    ATTR_PK,
-    ATTR_SK,
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
     STATUS_QUARANTINED,
@@ -199,14 +197,15 @@ def read_range(ctx: Context, batch: BatchInfo) -> tuple[list[Mapping[str, Any]],
     return records, True  # shard closed: everything it had was read
 
 
-def outbox_keys(records: list[Mapping[str, Any]]) -> list[AttributeMap]:
+def outbox_keys(ctx: Context, records: list[Mapping[str, Any]]) -> list[AttributeMap]:
+    partition, sort = ctx.table_keys.names
     keys: list[AttributeMap] = []
     for record in records:
         keys_image = record.get("dynamodb", {}).get("Keys") or {}
         if record.get("eventName") != "INSERT":
             continue
-        if ATTR_PK in keys_image and s(keys_image, ATTR_SK).startswith(OUTBOX_SK_PREFIX):
-            keys.append(key_of(keys_image))
+        if partition in keys_image and s(keys_image, sort).startswith(OUTBOX_SK_PREFIX):
+            keys.append(key_of(keys_image, ctx))
     return keys
 
 
@@ -223,7 +222,7 @@ def handle(ctx: Context, batch: BatchInfo, outcome: Outcome, sink: Any) -> None:
     try:
         records, complete = read_range(ctx, batch)
         outcome.stream_records = len(records)
-        keys = outbox_keys(records)
+        keys = outbox_keys(ctx, records)
         outcome.outbox_inserts = len(keys)
         if not complete:
             outcome.source = "stream (incomplete) + pending index window"
@@ -242,11 +241,11 @@ def handle(ctx: Context, batch: BatchInfo, outcome: Outcome, sink: Any) -> None:
         outcome.source = "pending index window (stream records gone)"
         outcome.detail = f"{error_code(exc)}: stream records are gone; used the pending index"
     items = batch_get(ctx, keys)
-    outcome.already_gone = len({key_id(key) for key in keys}) - len(items)
+    outcome.already_gone = len({key_id(key, ctx.table_keys) for key in keys}) - len(items)
     pending = [item for item in items if is_pending(item)]
-    outcome.still_pending = [event_id_of(s(item, ATTR_SK)) for item in pending]
+    outcome.still_pending = [event_id_of(s(item, ctx.table_keys.sort)) for item in pending]
     outcome.quarantined = [
-        event_id_of(s(item, ATTR_SK))
+        event_id_of(s(item, ctx.table_keys.sort))
         for item in items
         if s(item, ATTR_STATUS) == STATUS_QUARANTINED
     ]
