@@ -472,3 +472,13 @@ run "permissions_boundary_that_is_not_a_policy_arn_is_rejected" {
 
   expect_failures = [var.iam_permissions_boundary_arn]
 }
+
+run "tracing_mode_other_than_active_or_pass_through_is_rejected" {
+  command = plan
+
+  variables {
+    tracing_mode = "active"
+  }
+
+  expect_failures = [var.tracing_mode]
+}

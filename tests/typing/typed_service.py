@@ -50,7 +50,7 @@ consumer = OutboxConsumer(idempotency_table="idempotency", name="billing")
 
 @consumer.handler
 def billing(event: Envelope) -> None:
-    print(event.payload["total"])
+    print(event.data["total"])
 
 
 def own_handler(event: SQSEvent, context: LambdaContext) -> PartialBatchResponse:
