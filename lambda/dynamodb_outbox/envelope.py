@@ -72,10 +72,10 @@ __all__ = [
     "ATTR_QUARANTINE_REASON",
     "ATTR_SK",
     "ATTR_STATUS",
+    "DATA_CONTENT_TYPE",
     "DEFAULT_PENDING_SHARDS",
     "MAX_NESTING_DEPTH",
     "OUTBOX_SK_PREFIX",
-    "DATA_CONTENT_TYPE",
     "SPEC_VERSION",
     "STATUS_PENDING",
     "STATUS_QUARANTINED",
@@ -328,7 +328,9 @@ def _validate_fields(envelope: Envelope) -> None:
     for name, python_name in _OPTIONAL_ATTRIBUTES:
         value = getattr(envelope, python_name)
         if value is not None and (not isinstance(value, str) or not value):
-            raise InvalidEnvelope(f"envelope field {name!r} must be a non-empty string when present")
+            raise InvalidEnvelope(
+                f"envelope field {name!r} must be a non-empty string when present"
+            )
 
 
 def pending_shard(event_id: str, shards: int = DEFAULT_PENDING_SHARDS) -> str:

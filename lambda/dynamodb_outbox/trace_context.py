@@ -74,9 +74,7 @@ class TraceContext:
         """The context of an X-Ray trace header (``Root=1-…;Parent=…;Sampled=1``), or None."""
         if not isinstance(header, str):
             return None
-        fields = dict(
-            part.strip().split("=", 1) for part in header.split(";") if "=" in part
-        )
+        fields = dict(part.strip().split("=", 1) for part in header.split(";") if "=" in part)
         root = _XRAY_ROOT.fullmatch(fields.get("Root", ""))
         parent = fields.get("Parent", "")
         if root is None or not _SPAN_ID.fullmatch(parent):

@@ -45,6 +45,7 @@ import boto3
 from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
+from dynamodb_outbox import trace_context
 from dynamodb_outbox.envelope import (
     ATTR_PK,
     ATTR_SK,
@@ -57,7 +58,6 @@ from dynamodb_outbox.envelope import (
 from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
-from dynamodb_outbox import trace_context
 from dynamodb_outbox.trace_context import TraceContext
 from dynamodb_outbox.write_errors import (
     CancellationReason,

@@ -1,4 +1,4 @@
-"""Every consumer-toolkit log line about a record carries its correlation id and its producer's trace.
+"""Every consumer-toolkit log line about a record carries its correlation id and producer trace.
 
 Records come from the public factory ``dynamodb_outbox.local.records``, so these
 tests also pin the shapes it builds against the consumer that reads them.

@@ -167,7 +167,7 @@ def test_data_field_that_is_not_an_object_is_refused(data: Any) -> None:
 
 @pytest.mark.parametrize("version", ["0.3", "1", 1.0, None])
 def test_specversion_other_than_1_0_is_refused(version: Any) -> None:
-    with pytest.raises(InvalidEnvelope, match="'specversion' must be '1.0'"):
+    with pytest.raises(InvalidEnvelope, match=r"'specversion' must be '1\.0'"):
         Envelope.from_dict(valid_dict(specversion=version))
 
 
