@@ -1128,7 +1128,7 @@ run "event_pattern_nested_value_that_is_a_number_is_rejected" {
   command = plan
 
   variables {
-    consumers = { audit = { event_pattern = "{\"detail\":{\"payload\":{\"total\":42}}}" } }
+    consumers = { audit = { event_pattern = "{\"detail\":{\"data\":{\"total\":42}}}" } }
   }
 
   expect_failures = [var.consumers]
@@ -1143,7 +1143,7 @@ run "event_pattern_with_matchers_and_nested_fields_is_accepted" {
         event_pattern = jsonencode({
           source        = ["orders"]
           "detail-type" = ["OrderCreated", { prefix = "Order" }]
-          detail        = { payload = { total = [{ numeric = [">", 100] }], status = [{ "anything-but" = "TEST" }] } }
+          detail        = { data = { total = [{ numeric = [">", 100] }], status = [{ "anything-but" = "TEST" }] } }
           "$or"         = [{ account = ["111122223333"] }, { region = ["eu-west-1"] }]
         })
       }
@@ -1151,7 +1151,7 @@ run "event_pattern_with_matchers_and_nested_fields_is_accepted" {
   }
 
   assert {
-    condition     = jsondecode(aws_cloudwatch_event_rule.consumer["audit"].event_pattern).detail.payload.total == [{ numeric = [">", 100] }]
+    condition     = jsondecode(aws_cloudwatch_event_rule.consumer["audit"].event_pattern).detail.data.total == [{ numeric = [">", 100] }]
     error_message = "Matcher objects inside arrays and nested fields are valid pattern values."
   }
 }
