@@ -9,8 +9,10 @@ publisher sends) and what a consumer queue receives.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +20,7 @@ from cloudevents.core.base import BaseCloudEvent
 from cloudevents.core.formats.json import JSONFormat
 
 from dynamodb_outbox.consumer import parse_body
-from dynamodb_outbox.envelope import ATTR_ENVELOPE
+from dynamodb_outbox.envelope import ATTR_ENVELOPE, Envelope
 from dynamodb_outbox.local.records import eventbridge_body, sns_raw_body
 from dynamodb_outbox.writer import OutboxWriter
 
@@ -156,3 +158,12 @@ def test_the_event_a_consumer_queue_receives_is_a_valid_cloudevent(
     cloudevent = read_cloudevent(json.dumps(body.get("detail", body)))
     assert cloudevent.get_id() == event.id
     assert cloudevent.get_extension("correlationid") == "c"
+
+
+def test_the_readme_example_event_is_an_envelope_and_a_cloudevent() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## The event\n", 1)[1].split("\n## ", 1)[0]
+    (example,) = re.findall(r"```json\n(.*?)```", section, flags=re.DOTALL)
+    envelope = Envelope.from_json(example)
+    assert json.loads(envelope.to_json()) == json.loads(example)
+    assert read_cloudevent(example).get_extension("traceparent") == envelope.traceparent
