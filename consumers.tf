@@ -333,6 +333,22 @@ data "aws_iam_policy_document" "consumer_function" {
     ]
     resources = ["${local.consumer_log_group_arns[each.key]}:*"]
   }
+
+  # Active tracing: the function's runtime sends its segments with this role.
+  # Only the two write actions of AWS's AWSXRayDaemonWriteAccess that Lambda
+  # needs; X-Ray has no resource-level permissions, so "*" is its only resource.
+  dynamic "statement" {
+    for_each = local.tracing_active ? ["xray"] : []
+
+    content {
+      sid = "WriteTraces"
+      actions = [
+        "xray:PutTelemetryRecords",
+        "xray:PutTraceSegments",
+      ]
+      resources = ["*"]
+    }
+  }
 }
 
 resource "aws_iam_role" "consumer" {
@@ -391,7 +407,6 @@ resource "aws_lambda_function" "consumer" {
   #checkov:skip=CKV_AWS_117: calls only AWS APIs (SQS, DynamoDB); a VPC would add NAT or endpoints and no isolation to protect
   #checkov:skip=CKV_AWS_115: concurrency is bounded by the SQS mapping's maximum_concurrency input, which unlike reserved concurrency does not throttle messages back to the queue
   #checkov:skip=CKV_AWS_272: the package is the committed reproducible zip checked by `make package-check`; code signing needs a signing profile the caller owns
-  #checkov:skip=CKV_AWS_50: X-Ray needs xray:PutTraceSegments on "*" in the role; the queue and DLQ alarms cover the path
   for_each = local.module_consumers
 
   function_name = local.consumer_names[each.key]
@@ -409,6 +424,10 @@ resource "aws_lambda_function" "consumer" {
 
   # As the publisher's: the module's key when given.
   kms_key_arn = var.kms_key_arn
+
+  tracing_config {
+    mode = var.tracing_mode
+  }
 
   environment {
     variables = {

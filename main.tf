@@ -18,6 +18,9 @@ locals {
   # hashicorp/aws 5.x validates the runtime against a list that ends at
   # python3.13; python3.14 came with 6.20 (hashicorp/terraform-provider-aws#44984).
   lambda_runtime_needs_6x = tonumber(regex("^python3\\.([0-9]+)$", var.lambda_runtime)[0]) >= 14
+
+  # Only active tracing makes the module's functions send segments (variables.tf).
+  tracing_active = var.tracing_mode == "Active"
 }
 
 # The account id completes the ARNs of the consumer queues, which their own

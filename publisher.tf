@@ -161,6 +161,22 @@ data "aws_iam_policy_document" "publisher" {
     }
   }
 
+  # Active tracing: the function's runtime sends its segments with this role.
+  # Only the two write actions of AWS's AWSXRayDaemonWriteAccess that Lambda
+  # needs; X-Ray has no resource-level permissions, so "*" is its only resource.
+  dynamic "statement" {
+    for_each = local.tracing_active ? ["xray"] : []
+
+    content {
+      sid = "WriteTraces"
+      actions = [
+        "xray:PutTelemetryRecords",
+        "xray:PutTraceSegments",
+      ]
+      resources = ["*"]
+    }
+  }
+
   # No cloudwatch:PutMetricData: Powertools metrics are written to the log as
   # CloudWatch embedded metric format.
 }
@@ -184,7 +200,6 @@ resource "aws_lambda_function" "publisher" {
   #checkov:skip=CKV_AWS_117: calls only AWS APIs (DynamoDB, EventBridge/SNS, SQS); a VPC would add NAT or endpoints and no isolation to protect
   #checkov:skip=CKV_AWS_115: concurrency is bounded by the stream: one invocation per shard times parallelization_factor; reserving it would only take from the account pool
   #checkov:skip=CKV_AWS_272: the package is the committed reproducible zip checked by `make package-check`; code signing needs a signing profile the caller owns
-  #checkov:skip=CKV_AWS_50: X-Ray needs xray:PutTraceSegments on "*" in the role; the stream mapping's metrics and the EMF metrics cover the path
   function_name = local.publisher_name
   description   = "Publishes outbox items from the stream of ${local.table_name} to ${local.publish_target_description}."
   role          = aws_iam_role.publisher.arn
@@ -201,6 +216,10 @@ resource "aws_lambda_function" "publisher" {
   # The environment (names and ARNs, no secrets) is encrypted with the module's
   # key when one is given, with Lambda's AWS managed key otherwise.
   kms_key_arn = var.kms_key_arn
+
+  tracing_config {
+    mode = var.tracing_mode
+  }
 
   environment {
     variables = merge(local.publish_sink_environment, local.table_keys_environment, {

@@ -134,6 +134,22 @@ data "aws_iam_policy_document" "sweeper" {
     }
   }
 
+  # Active tracing: the function's runtime sends its segments with this role.
+  # Only the two write actions of AWS's AWSXRayDaemonWriteAccess that Lambda
+  # needs; X-Ray has no resource-level permissions, so "*" is its only resource.
+  dynamic "statement" {
+    for_each = local.tracing_active ? ["xray"] : []
+
+    content {
+      sid = "WriteTraces"
+      actions = [
+        "xray:PutTelemetryRecords",
+        "xray:PutTraceSegments",
+      ]
+      resources = ["*"]
+    }
+  }
+
   # No cloudwatch:PutMetricData: Powertools metrics are written to the log as
   # CloudWatch embedded metric format.
 }
@@ -155,7 +171,6 @@ resource "aws_lambda_function" "sweeper" {
   #checkov:skip=CKV_AWS_117: calls only AWS APIs (DynamoDB, EventBridge/SNS); a VPC would add NAT or endpoints and no isolation to protect
   #checkov:skip=CKV_AWS_115: one schedule invokes it once per interval; reserving concurrency would only take from the account pool
   #checkov:skip=CKV_AWS_272: the package is the committed reproducible zip checked by `make package-check`; code signing needs a signing profile the caller owns
-  #checkov:skip=CKV_AWS_50: X-Ray needs xray:PutTraceSegments on "*" in the role; the sweeper's EMF metrics and alarms cover it
   count = local.sweeper_enabled ? 1 : 0
 
   function_name = local.sweeper_name
@@ -174,6 +189,10 @@ resource "aws_lambda_function" "sweeper" {
 
   # As the publisher's: the module's key when given.
   kms_key_arn = var.kms_key_arn
+
+  tracing_config {
+    mode = var.tracing_mode
+  }
 
   environment {
     # The sink (OUTBOX_PUBLISH_TO and its bus or topic) exactly as the publisher's.

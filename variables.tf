@@ -271,6 +271,29 @@ variable "lambda_architecture" {
   }
 }
 
+variable "tracing_mode" {
+  description = <<-EOT
+    X-Ray tracing of the functions the module deploys (publisher, sweeper, reference consumers):
+    - "PassThrough" (default, Lambda's own default): no sampling of their own. Their
+      invocations (stream and SQS mappings, the schedule) carry no sampled trace
+      header, so they send no segments and their roles get no X-Ray permission.
+      Events still carry their producer's trace to consumers and, on EventBridge,
+      as each PutEvents entry's TraceHeader.
+    - "Active": Lambda samples and records their invocations; their roles get
+      xray:PutTraceSegments and xray:PutTelemetryRecords (on "*": X-Ray has no
+      resource-level permissions). X-Ray charges per trace recorded.
+    Functions you bring (consumers.*.function) keep their own tracing settings.
+  EOT
+  type        = string
+  default     = "PassThrough"
+  nullable    = false
+
+  validation {
+    condition     = contains(["Active", "PassThrough"], var.tracing_mode)
+    error_message = "The tracing_mode must be \"Active\" or \"PassThrough\" (Lambda's TracingConfig modes, case as AWS spells them), got \"${var.tracing_mode}\"."
+  }
+}
+
 variable "powertools_layer_arn" {
   description = <<-EOT
     Layer providing Powertools for AWS Lambda (Python) v3 to the module's functions.
@@ -524,7 +547,7 @@ variable "consumers" {
 
   # EventBridge refuses a pattern field whose value is neither an array of
   # values/matchers nor an object of nested fields ({ source = "orders" }), but
-  # only when the rule is created. Checked down to four levels (detail.payload.a.b),
+  # only when the rule is created. Checked down to four levels (detail.data.a.b),
   # one line per level; matcher objects inside arrays ({ prefix = "x" }) are left
   # to EventBridge.
   validation {

@@ -131,7 +131,7 @@ def make_envelope(order: int) -> Envelope:
         type="OrderPlaced",
         source=SOURCE,
         subject=f"ORDER#{order}",
-        payload={"order_id": str(order), "total": 42.5, "currency": "EUR", "lines": 3},
+        data={"order_id": str(order), "total": 42.5, "currency": "EUR", "lines": 3},
     )
 
 

@@ -37,7 +37,7 @@ def make_envelope(**overrides: Any) -> Envelope:
         "type": "OrderPlaced",
         "source": SOURCE,
         "subject": "ORDER#1001",
-        "payload": {"order_id": "1001", "total": 42.5},
+        "data": {"order_id": "1001", "total": 42.5},
     }
     fields.update(overrides)
     return Envelope(**fields)

@@ -19,6 +19,6 @@ consumer = OutboxConsumer(idempotency_table=os.environ["OUTBOX_IDEMPOTENCY_TABLE
 def handler(event: Envelope) -> None:
     """Runs once per event id; raising fails only this message (retried, then its DLQ)."""
     if event.type == "OrderCreated":
-        print(f"charge order {event.payload['order_id']}: {event.payload['total']}")
+        print(f"charge order {event.data['order_id']}: {event.data['total']}")
     elif event.type == "OrderCancelled":
-        print(f"refund order {event.payload['order_id']}")
+        print(f"refund order {event.data['order_id']}")

@@ -45,7 +45,6 @@ resource "aws_lambda_function" "billing" {
   #checkov:skip=CKV_AWS_115: concurrency is bounded by the SQS mapping (consumers[*].maximum_concurrency), which unlike reserved concurrency does not throttle messages back to the queue
   #checkov:skip=CKV_AWS_272: an example; code signing needs a signing profile the caller owns
   #checkov:skip=CKV_AWS_173: the environment holds only a table name and a consumer name, nothing secret
-  #checkov:skip=CKV_AWS_50: X-Ray needs xray:PutTraceSegments on "*" in the role; the queue and DLQ alarms cover the path
   function_name    = local.billing_function_name
   role             = aws_iam_role.billing.arn
   runtime          = "python3.13"
@@ -59,6 +58,13 @@ resource "aws_lambda_function" "billing" {
   # the one the module's functions run, for the same runtime and architecture
   # (the consumer toolkit needs it).
   layers = [module.outbox.layer_arn, module.outbox.powertools_layer_arn]
+
+  # Lambda's default, said explicitly: no sampling of its own. "Active" records
+  # its invocations and needs xray:PutTraceSegments and xray:PutTelemetryRecords
+  # in its role. Either way the consumer toolkit logs each event's producer trace.
+  tracing_config {
+    mode = "PassThrough"
+  }
 
   environment {
     variables = {

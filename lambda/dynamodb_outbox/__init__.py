@@ -9,7 +9,8 @@ They are loaded on first use (PEP 562), so a Lambda handler that imports
 idempotency imports. The modules they come from are public too:
 :mod:`~dynamodb_outbox.writer`, :mod:`~dynamodb_outbox.consumer`,
 :mod:`~dynamodb_outbox.envelope`, :mod:`~dynamodb_outbox.payload_json`,
-:mod:`~dynamodb_outbox.event_ids`, :mod:`~dynamodb_outbox.ledger`, each with
+:mod:`~dynamodb_outbox.event_ids`, :mod:`~dynamodb_outbox.ledger`,
+:mod:`~dynamodb_outbox.trace_context`, each with
 its ``__all__``.
 """
 

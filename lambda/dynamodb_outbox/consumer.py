@@ -83,6 +83,7 @@ from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
 # Same namespace as the publisher, so one dashboard holds the whole pipeline.
 from dynamodb_outbox.settings import DEFAULT_METRICS_NAMESPACE
 from dynamodb_outbox.stream_types import BatchItemFailure, PartialBatchResponse
+from dynamodb_outbox.trace_context import TraceContext
 
 if TYPE_CHECKING:
     import asyncio
@@ -109,6 +110,7 @@ __all__ = [
     "is_fifo",
     "parse_body",
     "process_sqs_batch",
+    "producer_log_keys",
 ]
 
 #: Seven days: longer than SQS's default retention (4 days) plus EventBridge's
@@ -188,7 +190,7 @@ class MalformedBatch(ValueError):
 def parse_body(body: object, *, parse_float: Callable[[str], Any] = float) -> Envelope:
     """The envelope an SQS message body carries, whoever delivered it.
 
-    Payload numbers with a fraction or an exponent are ``float`` unless
+    Data numbers with a fraction or an exponent are ``float`` unless
     ``parse_float`` says otherwise: ``parse_float=Decimal`` gives the exact
     digits the producer wrote (money), see :mod:`dynamodb_outbox.payload_json`.
 
@@ -309,7 +311,10 @@ def process_sqs_batch(
 ) -> PartialBatchResponse:
     """Run ``process_one`` once per event of an SQS batch; report failures by messageId.
 
-    ``process_one`` receives the :class:`Envelope`; it fails a message by
+    ``process_one`` receives the :class:`Envelope`: the event's ``data`` and its
+    CloudEvents attributes (``id``, ``type``, ``source``, ``subject``, ``time``,
+    ``correlation_id``, ``traceparent``..., all of them as
+    :attr:`Envelope.attributes`). It fails a message by
     raising, and its return value is ignored (storing it would make a
     non-JSON return value fail the event AFTER its side effects ran).
 
@@ -331,7 +336,7 @@ def process_sqs_batch(
     deleted, instead of timing out and returning every message, done ones
     included, one receive closer to the DLQ.
 
-    ``parse_float`` reads the payload's non-integer numbers (see :func:`parse_body`).
+    ``parse_float`` reads the data's non-integer numbers (see :func:`parse_body`).
 
     Raises :class:`MalformedBatch` when a record has no messageId (see
     :func:`_message_ids`) and ``ValueError`` when ``persistence_store`` was
@@ -502,11 +507,27 @@ def _process_record(
 
     # Every line logged for this record, the toolkit's and the function's own
     # through the same Logger, carries the ids that join it to the producer's
-    # request. Thread-safe keys: concurrent batches each see their own record.
-    with _record_log_keys(log, correlation_id=envelope.correlation_id, trace_id=envelope.trace_id):
+    # request and trace. Thread-safe keys: concurrent batches each see their own record.
+    with _record_log_keys(log, **producer_log_keys(envelope)):
         return _process_envelope(
             message_id, receive_count, envelope, process_one, store, config, key_prefix, log
         )
+
+
+def producer_log_keys(envelope: Envelope) -> dict[str, str | None]:
+    """The keys that join a consumer's log lines to the producer of ``envelope``.
+
+    ``correlation_id``; ``trace_id``, the producer's trace id in X-Ray's form
+    (``1-<8 hex>-<24 hex>``, as Powertools writes its own ``xray_trace_id``);
+    ``traceparent``, the producer's W3C trace context as the event carries it.
+    A key is None (not logged) when the event has no such attribute.
+    """
+    trace = TraceContext.parse(envelope.traceparent, envelope.tracestate)
+    return {
+        "correlation_id": envelope.correlation_id,
+        "trace_id": trace.xray_trace_id if trace else None,
+        "traceparent": envelope.traceparent,
+    }
 
 
 @contextlib.contextmanager
@@ -614,7 +635,7 @@ class OutboxConsumer:
     or the consumer name); metrics to ``metrics`` (default: CloudWatch EMF in
     ``$POWERTOOLS_METRICS_NAMESPACE`` or ``DynamoDBOutbox``, dimension
     ``service`` = the same service name), flushed after every batch.
-    ``parse_float=Decimal`` hands ``process_one`` payload numbers with their
+    ``parse_float=Decimal`` hands ``process_one`` data numbers with their
     exact digits instead of floats (see :mod:`dynamodb_outbox.payload_json`).
     """
 
@@ -699,7 +720,7 @@ class OutboxConsumer:
         module docstring). The handler keeps its name and docstring.
 
         ``@consumer.handler(model=OrderCreated)`` (a Pydantic v2 model) calls
-        ``process_one(envelope, OrderCreated.model_validate(envelope.payload))``;
+        ``process_one(envelope, OrderCreated.model_validate(envelope.data))``;
         a payload the model refuses fails its message like any exception
         (:mod:`dynamodb_outbox.typed_payload`).
         """

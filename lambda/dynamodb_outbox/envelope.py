@@ -1,24 +1,46 @@
 """The event envelope and its outbox item.
 
-One envelope is one event. Its ``id`` is a ULID: the outbox item's sort key is
-``OUTBOX#<id>``, the published event carries it, and consumers use it as their
-idempotency key, so the same id follows the event end to end.
+One envelope is one event, a CloudEvents 1.0 event in the JSON event format:
+
+=====================  ===========================================================
+attribute              what
+=====================  ===========================================================
+``specversion``        ``"1.0"``
+``id``                 a ULID (see below)
+``source``             the producer (EventBridge ``Source``)
+``type``               what happened (EventBridge ``DetailType``)
+``subject``            what it happened to: the aggregate, by default the entity's PK
+``time``               RFC 3339, with a UTC offset
+``datacontenttype``    ``"application/json"``
+``dataschema``         optional URI of the data's schema
+``data``               the event's body, a JSON object
+``correlationid``      optional extension: the producer's correlation id
+``traceparent``,       optional extensions of CloudEvents' distributed tracing
+``tracestate``         extension: the producer's W3C trace context
+=====================  ===========================================================
+
+Extension names are lowercase letters and digits, as CloudEvents requires; the
+Python fields keep readable names (``correlation_id``). Its ``id`` is a ULID:
+the outbox item's sort key is ``OUTBOX#<id>``, the published event carries it,
+and consumers use it as their idempotency key, so the same id follows the event
+end to end.
 
 The outbox item stores the envelope as one JSON string (``envelope``): the
-bytes the publisher sends are exactly the bytes the writer committed, payload
+bytes the publisher sends are exactly the bytes the writer committed, data
 numbers keep their JSON types, and the publisher can size an event without
 re-encoding it.
 
 An envelope is refused (:class:`InvalidEnvelope`) when no path could deliver
 it, whichever sink the outbox publishes to:
 
-* its ``time`` must be ISO 8601 and convertible to UTC: the SDK converts it to
-  build the request, and a conversion that overflows (``0001-01-01T00:00:00+01:00``)
-  would fail the call of every event sent with it;
+* its ``time`` must be RFC 3339 (CloudEvents' rule: a UTC offset or ``Z``) and
+  convertible to UTC: the SDK converts it to build the request, and a conversion
+  that overflows (``0001-01-01T00:00:00+01:00``) would fail the call of every
+  event sent with it;
 * its JSON may nest at most :data:`MAX_NESTING_DEPTH` levels: EventBridge
   processes at most 1,000, and a consumer in Python parses with one
   interpreter frame per level, under a default limit of 1,000 frames;
-* its payload must have a JSON form by the rule of
+* its data must have a JSON form by the rule of
   :mod:`dynamodb_outbox.payload_json` (``Decimal`` exact, aware ``datetime``
   and ``date`` as ISO 8601, ``UUID`` as a string; no NaN, infinities, bytes,
   sets or naive datetimes);
@@ -50,10 +72,11 @@ __all__ = [
     "ATTR_QUARANTINE_REASON",
     "ATTR_SK",
     "ATTR_STATUS",
+    "DATA_CONTENT_TYPE",
     "DEFAULT_PENDING_SHARDS",
     "MAX_NESTING_DEPTH",
     "OUTBOX_SK_PREFIX",
-    "SCHEMA_VERSION",
+    "SPEC_VERSION",
     "STATUS_PENDING",
     "STATUS_QUARANTINED",
     "Envelope",
@@ -63,7 +86,10 @@ __all__ = [
 ]
 
 OUTBOX_SK_PREFIX = "OUTBOX#"
-SCHEMA_VERSION = 1
+#: CloudEvents' ``specversion``: the version of the envelope format.
+SPEC_VERSION: Final = "1.0"
+#: CloudEvents' ``datacontenttype``: ``data`` is always a JSON object.
+DATA_CONTENT_TYPE: Final = "application/json"
 
 # Attribute names of an outbox item. They are a contract between the writer, the
 # publisher, the sweeper and the Terraform module (filters, pending index). The
@@ -85,7 +111,18 @@ DEFAULT_PENDING_SHARDS = 8
 #: Nesting levels of the envelope's JSON, the envelope object itself being level 1.
 MAX_NESTING_DEPTH: Final = 100
 
-_REQUIRED_FIELDS = ("id", "type", "source", "time", "subject", "payload", "schema_version")
+_REQUIRED_FIELDS = ("specversion", "id", "type", "source", "time", "subject", "data")
+# The optional attributes: the Python field of each, by its CloudEvents name.
+_OPTIONAL_ATTRIBUTES: Final = (
+    ("dataschema", "dataschema"),
+    ("correlationid", "correlation_id"),
+    ("traceparent", "traceparent"),
+    ("tracestate", "tracestate"),
+)
+# RFC 3339's date-time (CloudEvents' Timestamp): the offset is not optional.
+_RFC_3339: Final = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
+)
 # Characters outside XML 1.0's set, which is what SQS accepts in a message body
 # (#x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF). Controls
 # below #x20 never reach SQS raw: every JSON encoder escapes them.
@@ -105,29 +142,34 @@ def _utc_now_iso() -> str:
 
 @dataclass(frozen=True)
 class Envelope:
-    """An event: what happened (``type``), to what (``subject``), by whom (``source``)."""
+    """An event: what happened (``type``), to what (``subject``), by whom (``source``).
+
+    ``data`` is the event's body; every other field is a CloudEvents context
+    attribute (:attr:`attributes`).
+    """
 
     type: str
     source: str
     subject: str
-    payload: Mapping[str, Any]
+    data: Mapping[str, Any]
     id: str = field(default_factory=new_event_id)
     time: str = field(default_factory=_utc_now_iso)
-    schema_version: int = SCHEMA_VERSION
+    dataschema: str | None = None
     correlation_id: str | None = None
-    trace_id: str | None = None
+    traceparent: str | None = None
+    tracestate: str | None = None
     _json: str = field(init=False, repr=False, compare=False, default="")
     _utc_time: datetime = field(init=False, repr=False, compare=False, default=_EPOCH)
 
     def __post_init__(self) -> None:
         _validate_fields(self)
-        # Snapshot the payload: a caller mutating its dict afterwards must not
+        # Snapshot the data: a caller mutating its dict afterwards must not
         # change an event already built (a retry with the same request token
-        # would then no longer match), and the payload must be encodable as
+        # would then no longer match), and the data must be encodable as
         # strict JSON, or the bus would reject it forever. Decimals, datetimes
         # and UUIDs are converted by the rule of dynamodb_outbox.payload_json.
-        object.__setattr__(self, "payload", _json_snapshot(self.payload))
-        _check_depth(self.payload)
+        object.__setattr__(self, "data", _json_snapshot(self.data))
+        _check_depth(self.data)
         object.__setattr__(self, "_utc_time", _utc_time_of(self.time))
         text = _dumps(self.to_dict())
         undeliverable = _UNDELIVERABLE_CHARACTER.search(text)
@@ -139,21 +181,28 @@ class Envelope:
             )
         object.__setattr__(self, "_json", text)
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    @property
+    def attributes(self) -> dict[str, str]:
+        """The CloudEvents context attributes (every member but ``data``), by their names."""
+        attributes = {
+            "specversion": SPEC_VERSION,
             "id": self.id,
-            "type": self.type,
             "source": self.source,
-            "time": self.time,
+            "type": self.type,
             "subject": self.subject,
-            "payload": dict(self.payload) if isinstance(self.payload, Mapping) else self.payload,
-            "schema_version": self.schema_version,
+            "time": self.time,
+            "datacontenttype": DATA_CONTENT_TYPE,
         }
-        if self.correlation_id is not None:
-            data["correlation_id"] = self.correlation_id
-        if self.trace_id is not None:
-            data["trace_id"] = self.trace_id
-        return data
+        for name, python_name in _OPTIONAL_ATTRIBUTES:
+            value = getattr(self, python_name)
+            if value is not None:
+                attributes[name] = value
+        return attributes
+
+    def to_dict(self) -> dict[str, Any]:
+        """The CloudEvents JSON event format: the attributes, then ``data``."""
+        data = dict(self.data) if isinstance(self.data, Mapping) else self.data
+        return {**self.attributes, "data": data}
 
     def to_json(self) -> str:
         """Compact JSON; this string is the published event's ``Detail``."""
@@ -161,31 +210,42 @@ class Envelope:
 
     @property
     def utc_time(self) -> datetime:
-        """``time`` as an aware UTC datetime (a time without offset is taken as UTC)."""
+        """``time`` as an aware UTC datetime."""
         return self._utc_time
 
     @classmethod
     def from_dict(cls, data: Any) -> Envelope:
+        """The envelope of a CloudEvents 1.0 JSON event (unknown extensions are ignored)."""
         if not isinstance(data, Mapping):
             raise InvalidEnvelope(f"envelope must be a JSON object, got {type(data).__name__}")
         missing = [name for name in _REQUIRED_FIELDS if name not in data]
         if missing:
             raise InvalidEnvelope(f"envelope is missing field(s): {', '.join(missing)}")
+        if data["specversion"] != SPEC_VERSION:
+            raise InvalidEnvelope(
+                f"envelope field 'specversion' must be {SPEC_VERSION!r} (CloudEvents 1.0), "
+                f"got {str(data['specversion'])[:32]!r}"
+            )
+        content_type = data.get("datacontenttype", DATA_CONTENT_TYPE)
+        if content_type != DATA_CONTENT_TYPE:
+            raise InvalidEnvelope(
+                f"envelope field 'datacontenttype' must be {DATA_CONTENT_TYPE!r}, "
+                f"got {str(content_type)[:64]!r}"
+            )
+        optional = {python: data.get(name) for name, python in _OPTIONAL_ATTRIBUTES}
         return cls(
             id=data["id"],
             type=data["type"],
             source=data["source"],
             time=data["time"],
             subject=data["subject"],
-            payload=data["payload"],
-            schema_version=data["schema_version"],
-            correlation_id=data.get("correlation_id"),
-            trace_id=data.get("trace_id"),
+            data=data["data"],
+            **optional,
         )
 
     @classmethod
     def from_json(cls, text: str | bytes, *, parse_float: Callable[[str], Any] = float) -> Envelope:
-        """The envelope of ``text``; ``parse_float=Decimal`` keeps payload numbers exact."""
+        """The envelope of ``text``; ``parse_float=Decimal`` keeps data numbers exact."""
         try:
             data = json.loads(text, parse_float=parse_float)
         except RecursionError:
@@ -204,30 +264,30 @@ class Envelope:
 def _dumps(data: Mapping[str, Any]) -> str:
     try:
         return dumps(data)
-    except (TypeError, ValueError) as exc:  # e.g. a schema_version of 5,000 digits
+    except (TypeError, ValueError) as exc:  # e.g. an integer of 5,000 digits
         raise InvalidEnvelope(f"envelope is not encodable as JSON: {exc}") from exc
 
 
-def _json_snapshot(payload: Mapping[str, Any]) -> dict[str, Any]:
+def _json_snapshot(data: Mapping[str, Any]) -> dict[str, Any]:
     try:
-        snapshot: dict[str, Any] = to_json_value(payload)
+        snapshot: dict[str, Any] = to_json_value(data, path="data")
     except RecursionError:
         raise InvalidEnvelope(
-            f"envelope field 'payload' nests deeper than {MAX_NESTING_DEPTH - 1} levels"
+            f"envelope field 'data' nests deeper than {MAX_NESTING_DEPTH - 1} levels"
         ) from None
     except PayloadNotEncodable as exc:
-        raise InvalidEnvelope(f"envelope field 'payload' is not encodable as JSON: {exc}") from exc
+        raise InvalidEnvelope(f"envelope field 'data' is not encodable as JSON: {exc}") from exc
     return snapshot
 
 
-def _check_depth(payload: Mapping[str, Any]) -> None:
-    """The payload is level 2 of the envelope's JSON; walked without recursion."""
-    stack: list[tuple[Any, int]] = [(payload, 2)]
+def _check_depth(data: Mapping[str, Any]) -> None:
+    """The data is level 2 of the envelope's JSON; walked without recursion."""
+    stack: list[tuple[Any, int]] = [(data, 2)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_NESTING_DEPTH:
             raise InvalidEnvelope(
-                f"envelope field 'payload' nests deeper than {MAX_NESTING_DEPTH - 1} levels "
+                f"envelope field 'data' nests deeper than {MAX_NESTING_DEPTH - 1} levels "
                 f"(EventBridge processes at most 1,000; consumers parse one level per frame)"
             )
         for child in node.values() if isinstance(node, dict) else node:
@@ -236,14 +296,16 @@ def _check_depth(payload: Mapping[str, Any]) -> None:
 
 
 def _utc_time_of(text: str) -> datetime:
+    refusal = (
+        "envelope field 'time' must be an RFC 3339 timestamp with its UTC offset "
+        f"(CloudEvents), got {text[:64]!r}"
+    )
+    if not _RFC_3339.fullmatch(text):
+        raise InvalidEnvelope(refusal)
     try:
-        parsed = datetime.fromisoformat(text)
+        parsed = datetime.fromisoformat(text.upper())
     except ValueError as exc:
-        raise InvalidEnvelope(
-            f"envelope field 'time' must be an ISO 8601 timestamp, got {text[:64]!r}"
-        ) from exc
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
+        raise InvalidEnvelope(refusal) from exc
     try:
         return parsed.astimezone(UTC)
     except OverflowError as exc:
@@ -262,15 +324,14 @@ def _validate_fields(envelope: Envelope) -> None:
         event_id_milliseconds(envelope.id)
     except ValueError as exc:
         raise InvalidEnvelope(f"envelope id {envelope.id[:64]!r} is not a ULID: {exc}") from exc
-    if not isinstance(envelope.payload, Mapping):
-        raise InvalidEnvelope("envelope field 'payload' must be a JSON object")
-    version = envelope.schema_version
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise InvalidEnvelope("envelope field 'schema_version' must be a positive integer")
-    for name in ("correlation_id", "trace_id"):
-        value = getattr(envelope, name)
-        if value is not None and not isinstance(value, str):
-            raise InvalidEnvelope(f"envelope field {name!r} must be a string when present")
+    if not isinstance(envelope.data, Mapping):
+        raise InvalidEnvelope("envelope field 'data' must be a JSON object")
+    for name, python_name in _OPTIONAL_ATTRIBUTES:
+        value = getattr(envelope, python_name)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise InvalidEnvelope(
+                f"envelope field {name!r} must be a non-empty string when present"
+            )
 
 
 def pending_shard(event_id: str, shards: int = DEFAULT_PENDING_SHARDS) -> str:

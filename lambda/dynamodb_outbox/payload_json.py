@@ -1,4 +1,4 @@
-"""How an event payload becomes JSON: one rule for the values Python and DynamoDB hand you.
+"""How an event's data becomes JSON: one rule for the values Python and DynamoDB hand you.
 
 =====================  ==============================================================
 Python value           JSON
@@ -58,7 +58,7 @@ class PayloadNotEncodable(ValueError):
     """A value has no JSON form under the rule above; the message names where it is."""
 
 
-def to_json_value(value: Any, *, default: JsonDefault | None = None, path: str = "payload") -> Any:
+def to_json_value(value: Any, *, default: JsonDefault | None = None, path: str = "data") -> Any:
     """A copy of ``value`` made only of ``dict``, ``list``, ``str``, ``int``, ``float``,
     ``bool``, ``None`` and finite ``Decimal``, converted by the module's rule.
 
@@ -66,7 +66,7 @@ def to_json_value(value: Any, *, default: JsonDefault | None = None, path: str =
     :class:`PayloadNotEncodable` naming the first value that has no JSON form.
     """
     try:
-        # Most payloads hold JSON's own types only: the C codec copies them fastest.
+        # Most event data holds JSON's own types only: the C codec copies them fastest.
         return json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError):
         return _convert(value, path, default)

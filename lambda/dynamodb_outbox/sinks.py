@@ -17,8 +17,17 @@ code, including authorisation, KMS and codes AWS adds later, is retried: a
 configuration mistake then blocks publishing and fires the alarms instead of
 quarantining every event, and once it is fixed the events flow again.
 
-Only the standard library and the envelope module are imported here, so the
-writer can use the rules without pulling in boto3's clients or Powertools.
+Only the standard library, the envelope and the trace context are imported
+here, so the writer can use the rules without pulling in boto3's clients or
+Powertools.
+
+The producer's trace travels with each event: in the envelope's
+``traceparent`` always, and as PutEvents' per-entry ``TraceHeader`` (X-Ray
+form), which EventBridge hands to its targets. SNS has no per-message
+equivalent: PublishBatch entries have no trace field, SNS takes the trace from
+the request's ``X-Amzn-Trace-Id`` header (one per call, shared by events of
+different producers), so on SNS paths the consumer reads the trace from the
+event itself.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from decimal import Decimal
 from typing import Any, Final, NamedTuple, Protocol, TypedDict
 
 from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.trace_context import TraceContext
 
 __all__ = [
     "EVENTBRIDGE_RULES",
@@ -234,9 +244,9 @@ def _utf16_length(text: str) -> int:
     return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
 
 
-def _int64_overflow(payload: Any) -> int | None:
-    """An integer of ``payload`` outside the signed 64-bit range, or None."""
-    stack = [payload]
+def _int64_overflow(data: Any) -> int | None:
+    """An integer of ``data`` outside the signed 64-bit range, or None."""
+    stack = [data]
     while stack:
         node = stack.pop()
         for child in node.values() if isinstance(node, dict) else node:
@@ -248,7 +258,7 @@ def _int64_overflow(payload: Any) -> int | None:
 
 
 def _is_json_integer(value: Any) -> bool:
-    """An int, or a Decimal the payload rule writes without a point or exponent (``12``)."""
+    """An int, or a Decimal the data rule writes without a point or exponent (``12``)."""
     if isinstance(value, Decimal):
         return value.is_finite() and value.as_tuple().exponent == 0
     return isinstance(value, int) and not isinstance(value, bool)
@@ -298,10 +308,10 @@ class EventBridgeRules(NamedTuple):
         if envelope.source[: len(_RESERVED_SOURCE_PREFIX)].lower() == _RESERVED_SOURCE_PREFIX:
             return f"source {envelope.source[:64]!r} starts with 'aws.', which AWS reserves"
         if _LONG_DIGIT_RUN.search(event.body):  # only then can an integer be out of range
-            overflow = _int64_overflow(envelope.payload)
+            overflow = _int64_overflow(envelope.data)
             if overflow is not None:
                 return (
-                    f"payload holds the integer {str(overflow)[:40]}, outside the signed 64-bit "
+                    f"data holds the integer {str(overflow)[:40]}, outside the signed 64-bit "
                     "range PutEvents accepts (send it as a string)"
                 )
         return None
@@ -397,7 +407,7 @@ class Sink(Protocol):
 
 
 class EventBridgeSink:
-    """``PutEvents`` on one bus (name or ARN)."""
+    """``PutEvents`` on one bus (name or ARN); an event's trace becomes its ``TraceHeader``."""
 
     def __init__(
         self,
@@ -421,6 +431,11 @@ class EventBridgeSink:
         }
         if event.time >= _EPOCH:
             entry["Time"] = event.time
+        trace = TraceContext.parse(event.envelope.traceparent)
+        if trace is not None:
+            # EventBridge carries it to the targets (an SQS target's AWSTraceHeader);
+            # it is not part of the entry size AWS counts.
+            entry["TraceHeader"] = trace.xray_header()
         return entry
 
     def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:

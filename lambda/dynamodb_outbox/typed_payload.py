@@ -1,11 +1,11 @@
-"""A typed payload for consumer functions: the event's payload parsed by a Pydantic model.
+"""A typed payload for consumer functions: the event's data parsed by a Pydantic model.
 
 ``@consumer.handler(model=OrderCreated)`` hands the function the envelope and
-``OrderCreated.model_validate(envelope.payload)``, as Powertools' batch
+``OrderCreated.model_validate(envelope.data)``, as Powertools' batch
 processor does with its ``model=``. Pydantic stays optional: nothing here
 imports it; any class with Pydantic v2's ``model_validate`` classmethod works.
 
-A payload the model refuses fails its own message, like any exception the
+Data the model refuses fails its own message, like any exception the
 function raises: it is retried, then reaches the DLQ after
 ``maxReceiveCount`` receives, and no idempotency record says it was done.
 """
@@ -50,12 +50,12 @@ def with_payload_model(
 
         @functools.wraps(process_one)
         async def run_async(envelope: Envelope) -> object:
-            return await process_async(envelope, validate(envelope.payload))
+            return await process_async(envelope, validate(envelope.data))
 
         return run_async
 
     @functools.wraps(process_one)
     def run(envelope: Envelope) -> object:
-        return process_one(envelope, validate(envelope.payload))
+        return process_one(envelope, validate(envelope.data))
 
     return run

@@ -25,7 +25,9 @@ refuses) is refused too, by the sink's own rules (:mod:`dynamodb_outbox.sinks`,
 chosen with ``publish_to``): committed, it could only be quarantined.
 
 This module ships to application code (Lambda layer): it imports only the
-standard library, boto3/botocore, python-ulid and the envelope and sink rules.
+standard library, boto3/botocore, python-ulid, the envelope and sink rules and
+the trace context finder (which uses OpenTelemetry or the X-Ray SDK only when
+the application has them).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import boto3
 from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
+from dynamodb_outbox import trace_context
 from dynamodb_outbox.envelope import (
     ATTR_PK,
     ATTR_SK,
@@ -57,6 +60,7 @@ from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
 from dynamodb_outbox.table_keys import InvalidTableKeys, TableKeys
+from dynamodb_outbox.trace_context import TraceContext
 from dynamodb_outbox.write_errors import (
     CancellationReason,
     DuplicateItemInTransaction,
@@ -520,12 +524,14 @@ class OutboxWriter:
         self,
         entity: Mapping[str, Any] | str,
         event_type: str,
-        payload: Mapping[str, Any],
+        data: Mapping[str, Any],
         *,
         subject: str | None = None,
         source: str | None = None,
         correlation_id: str | None = None,
-        trace_id: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
+        dataschema: str | None = None,
         default: JsonDefault | None = None,
         event_id: str | None = None,
         time: datetime | str | None = None,
@@ -536,7 +542,19 @@ class OutboxWriter:
         Build events once and reuse the same envelopes when retrying with a
         ``client_request_token``: the id and time are part of the request.
 
-        ``payload`` may hold what DynamoDB and Python hand you: ``Decimal``
+        The envelope is a CloudEvents 1.0 event (:mod:`dynamodb_outbox.envelope`):
+        ``data`` is its body, ``correlation_id`` its ``correlationid`` extension,
+        ``dataschema`` an optional URI of the data's schema.
+
+        ``traceparent`` (and ``tracestate``) record the trace the event belongs
+        to, so the publisher and consumers continue it. Left out, the caller's
+        own trace is recorded (OpenTelemetry's current span, the X-Ray SDK's
+        segment or Lambda's X-Ray header, see :mod:`dynamodb_outbox.trace_context`),
+        except with ``event_id``: a retried request runs in another trace, and a
+        different envelope under the same ``client_request_token`` would be
+        refused by DynamoDB (``IdempotentParameterMismatch``).
+
+        ``data`` may hold what DynamoDB and Python hand you: ``Decimal``
         (written with its exact digits), aware ``datetime`` and ``date`` (ISO
         8601), ``UUID`` (string); see :mod:`dynamodb_outbox.payload_json` for
         the whole rule. ``default`` converts anything else, like
@@ -562,6 +580,7 @@ class OutboxWriter:
         source = source if source is not None else self.source
         if not source:
             raise InvalidWrite("an event needs a source: pass source= or OutboxWriter(source=...)")
+        explicit_id = event_id
         if event_id is None:
             event_id = new_event_id()
         elif time is None:
@@ -569,16 +588,19 @@ class OutboxWriter:
         else:
             _checked_event_id(event_id)
         time_text = _event_time_text(datetime.now(UTC) if time is None else time)
+        trace = _event_trace(traceparent, tracestate, captured=explicit_id is None)
         try:
             if default is not None:
-                payload = to_json_value(payload, default=default)
+                data = to_json_value(data, default=default)
             return Envelope(
                 type=event_type,
                 source=source,
                 subject=subject,
-                payload=payload,
+                data=data,
+                dataschema=dataschema,
                 correlation_id=correlation_id,
-                trace_id=trace_id,
+                traceparent=trace.traceparent if trace else None,
+                tracestate=trace.tracestate if trace else None,
                 id=event_id,
                 time=time_text,
             )
@@ -955,11 +977,25 @@ def _checked_event_id(event_id: Any) -> str:
     return cast(str, event_id)
 
 
+def _event_trace(
+    traceparent: str | None, tracestate: str | None, *, captured: bool
+) -> TraceContext | None:
+    if traceparent is None:
+        return trace_context.current() if captured else None
+    trace = TraceContext.parse(traceparent, tracestate)
+    if trace is None:
+        raise InvalidWrite(
+            f"traceparent {str(traceparent)[:64]!r} is not a W3C traceparent "
+            "(00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, ids not all zeros)"
+        )
+    return trace
+
+
 def _event_time_text(time: datetime | str) -> str:
     if isinstance(time, str):
         return time
     if not isinstance(time, datetime) or time.utcoffset() is None:
-        raise InvalidWrite(f"time must be an aware datetime or ISO 8601 text, got {time!r:.64}")
+        raise InvalidWrite(f"time must be an aware datetime or RFC 3339 text, got {time!r:.64}")
     if time.utcoffset() == timedelta(0):
         return time.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return time.isoformat(timespec="milliseconds")

@@ -65,7 +65,7 @@ def write_outbox(
     count: int,
     *,
     seqs: Iterator[str] | None = None,
-    payload_bytes: int = 0,
+    data_bytes: int = 0,
     pk: str = PK,
     made_at: datetime | None = None,
     subjects: list[str] | None = None,
@@ -79,10 +79,10 @@ def write_outbox(
     envelopes: list[Envelope] = []
     records: list[dict[str, Any]] = []
     for n in range(count):
-        payload: dict[str, Any] = {"n": n}
-        if payload_bytes:
-            payload["blob"] = "x" * payload_bytes
-        overrides: dict[str, Any] = {"payload": payload}
+        data: dict[str, Any] = {"n": n}
+        if data_bytes:
+            data["blob"] = "x" * data_bytes
+        overrides: dict[str, Any] = {"data": data}
         if made_at is not None:
             overrides["id"] = ulid_at(made_at + timedelta(milliseconds=n))
         if subjects is not None:

@@ -1,4 +1,4 @@
-"""Every consumer-toolkit log line about a record carries its correlation and trace ids.
+"""Every consumer-toolkit log line about a record carries its correlation id and producer trace.
 
 Records come from the public factory ``dynamodb_outbox.local.records``, so these
 tests also pin the shapes it builds against the consumer that reads them.
@@ -28,6 +28,8 @@ from tests.factories import make_envelope
 from tests.functional.consumer_fixtures import IDEMPOTENCY_TABLE, create_idempotency_table
 
 CONTEXT = LambdaContext("arn:aws:lambda:us-east-1:123456789012:function:billing")
+TRACE_OK = "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"
+TRACE_BAD = "00-6759e988bd862e3fe1be46a994272794-63995c3f42cd8ad8-00"
 
 
 def json_lines(buffer: io.StringIO) -> list[dict[str, Any]]:
@@ -53,8 +55,8 @@ def test_each_line_about_a_record_carries_that_records_ids_and_none_after_it(
 ) -> None:
     # GIVEN a consumer whose function logs through consumer.logger and fails one event
     consumer, buffer = logged
-    ok = make_envelope(correlation_id="req-ok", trace_id="Root=1-ok")
-    bad = make_envelope(correlation_id="req-bad", trace_id="Root=1-bad")
+    ok = make_envelope(correlation_id="req-ok", traceparent=TRACE_OK)
+    bad = make_envelope(correlation_id="req-bad", traceparent=TRACE_BAD)
 
     @consumer.handler
     def handler(event: Envelope) -> None:
@@ -70,7 +72,11 @@ def test_each_line_about_a_record_carries_that_records_ids_and_none_after_it(
 
     # THEN the function's lines, the failure and the duplicate carry their record's ids
     lines = json_lines(buffer)
-    by_id = {ok.id: ("req-ok", "Root=1-ok"), bad.id: ("req-bad", "Root=1-bad")}
+    # (the producer's trace id in X-Ray's form, as Powertools logs its own xray_trace_id)
+    by_id = {
+        ok.id: ("req-ok", "1-5759e988-bd862e3fe1be46a994272793", TRACE_OK),
+        bad.id: ("req-bad", "1-6759e988-bd862e3fe1be46a994272794", TRACE_BAD),
+    }
     about_a_record = [line for line in lines if line.get("seen") or line.get("event_id")]
     messages = sorted(line["message"] for line in about_a_record)
     assert messages == sorted(
@@ -83,18 +89,19 @@ def test_each_line_about_a_record_carries_that_records_ids_and_none_after_it(
     )
     for line in about_a_record:
         event_id = line.get("seen") or line["event_id"]
-        assert (line.get("correlation_id"), line.get("trace_id")) == by_id[event_id], line
+        keys = (line.get("correlation_id"), line.get("trace_id"), line.get("traceparent"))
+        assert keys == by_id[event_id], line
     # AND the poison line and anything after the records carry neither
     others = [line for line in lines if line not in about_a_record]
     assert {line["message"] for line in others} >= {"after the batches"}
-    assert all("correlation_id" not in line and "trace_id" not in line for line in others)
+    assert all(not {"correlation_id", "trace_id", "traceparent"} & set(line) for line in others)
 
 
 def test_an_event_without_ids_logs_no_stale_ids_of_the_previous_record(
     logged: tuple[OutboxConsumer, io.StringIO],
 ) -> None:
     consumer, buffer = logged
-    first = make_envelope(correlation_id="req-1", trace_id="Root=1-1")
+    first = make_envelope(correlation_id="req-1", traceparent=TRACE_OK)
     second = make_envelope()
 
     @consumer.handler
@@ -105,7 +112,9 @@ def test_an_event_without_ids_logs_no_stale_ids_of_the_previous_record(
     handling = {line["seen"]: line for line in json_lines(buffer) if line["message"] == "handling"}
     assert handling[first.id]["correlation_id"] == "req-1"
     assert "correlation_id" not in handling[second.id]
+    assert handling[first.id]["trace_id"] == "1-5759e988-bd862e3fe1be46a994272793"
     assert "trace_id" not in handling[second.id]
+    assert "traceparent" not in handling[second.id]
 
 
 def test_sns_raw_bodies_and_fifo_records_from_the_factory_are_read_by_the_consumer(

@@ -54,7 +54,7 @@ def test_the_function_gets_the_payload_as_the_model(consumer: OutboxConsumer) ->
         """Charge the order."""
         received.append((event.id, order))
 
-    event = make_envelope(payload={"order_id": "1001", "total": 0.1})
+    event = make_envelope(data={"order_id": "1001", "total": 0.1})
     response = handler(consumer_event([event]), CONTEXT)
 
     assert failure_ids(response) == []
@@ -71,8 +71,8 @@ def test_a_payload_the_model_refuses_fails_its_message_only_and_is_not_completed
     def handler(event: Envelope, order: OrderCreated) -> None:
         charged.append(order.order_id)
 
-    bad = make_envelope(payload={"order_id": "1002"})  # no total
-    good = make_envelope(payload={"order_id": "1003", "total": 5})
+    bad = make_envelope(data={"order_id": "1002"})  # no total
+    good = make_envelope(data={"order_id": "1003", "total": 5})
     event = consumer_event([bad, good])
     response = handler(event, CONTEXT)
 
@@ -92,7 +92,7 @@ def test_an_async_typed_function_is_awaited(consumer: OutboxConsumer) -> None:
         charged.append(order.total)
 
     response = handler(
-        consumer_event([make_envelope(payload={"order_id": "1", "total": 12.50})]), CONTEXT
+        consumer_event([make_envelope(data={"order_id": "1", "total": 12.50})]), CONTEXT
     )
 
     assert failure_ids(response) == []

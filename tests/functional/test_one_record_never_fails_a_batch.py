@@ -151,7 +151,7 @@ def test_sweeper_quarantines_an_overflowing_time_and_recovers_everything_after_i
 # ------------------------------------------------------------------ deep nesting
 
 
-def test_writer_refuses_a_payload_nested_deeper_than_the_envelope_allows() -> None:
+def test_writer_refuses_data_nested_deeper_than_the_envelope_allows() -> None:
     nested: Any = {}
     for _ in range(100):
         nested = {"n": nested}
@@ -178,7 +178,7 @@ def test_writer_refuses_an_entity_nested_deeper_than_dynamodb_allows() -> None:
 def test_publisher_and_sweeper_quarantine_an_envelope_nested_50000_levels(
     outbox_table: OutboxTable, event_bus: EventBus
 ) -> None:
-    text, event_id = _envelope_json(payload=json.dumps({"v": "@@deep"}))
+    text, event_id = _envelope_json(data=json.dumps({"v": "@@deep"}))
     text = text.replace('"@@deep"', _deep_json(DEEP))
     assert len(text) > 100_000
     bad = _hand_written(text, event_id)
@@ -345,7 +345,7 @@ def test_an_escaped_noncharacter_in_a_stored_envelope_is_quarantined(
     outbox_table: OutboxTable, event_bus: EventBus
 ) -> None:
     """Escaping does not help: the bus decodes the JSON and delivers the character raw."""
-    text, event_id = _envelope_json(payload=json.dumps({"note": "\ufffe"}))
+    text, event_id = _envelope_json(data=json.dumps({"note": "\ufffe"}))
     assert "\\ufffe" in text
     bad = _hand_written(text, event_id)
 

@@ -46,13 +46,13 @@ def test_money_read_from_dynamodb_reaches_the_consumer_with_its_exact_digits(
     cart = table.get_item(Key={"PK": "CART#7", "SK": "META"})["Item"]  # Decimals, as boto3 reads
     writer = OutboxWriter(outbox_table.name, outbox_table.client, publish_to=PUBLISH_TO_SNS)
     order = {"PK": "ORDER#1", "SK": "META", "total": cart["total"]}
-    payload = {
+    data = {
         "total": cart["total"],
         "prices": cart["prices"],
         "placed_at": PLACED_AT,
         "customer": CUSTOMER,
     }
-    event = writer.new_event(order, "OrderCreated", payload, source=SOURCE)
+    event = writer.new_event(order, "OrderCreated", data, source=SOURCE)
     writer.write(order, event)
 
     item = outbox_table.get({"PK": {"S": "ORDER#1"}, "SK": {"S": event.outbox_sk}})
@@ -90,6 +90,6 @@ def test_money_read_from_dynamodb_reaches_the_consumer_with_its_exact_digits(
         "placed_at": "2024-05-01T10:30:00+00:00",
         "customer": "0b7e5d3c-4f6a-4d59-9a3e-1f2b3c4d5e6f",
     }
-    assert envelope.payload == expected
-    assert sum(envelope.payload["prices"]) == Decimal("0.30")
-    assert datetime.fromisoformat(envelope.payload["placed_at"]) == PLACED_AT
+    assert envelope.data == expected
+    assert sum(envelope.data["prices"]) == Decimal("0.30")
+    assert datetime.fromisoformat(envelope.data["placed_at"]) == PLACED_AT

@@ -116,7 +116,7 @@ def test_sns_batching_by_bytes_keeps_every_batch_within_256_kib_attributes_inclu
     outbox_table: OutboxTable, sns_topic: SnsTopic
 ) -> None:
     # GIVEN five messages of about 100 KB: three would be over 256 KiB together
-    outbox = write_outbox(outbox_table, 5, payload_bytes=100_000)
+    outbox = write_outbox(outbox_table, 5, data_bytes=100_000)
 
     result, sns = run_sns_publisher(outbox.records, outbox_table, sns_topic)
 
@@ -132,7 +132,7 @@ def test_sns_message_over_256_kib_is_quarantined_never_sent_and_others_published
 ) -> None:
     seqs = sequence_numbers()
     before = write_outbox(outbox_table, 1, seqs=seqs)
-    huge = write_outbox(outbox_table, 1, seqs=seqs, payload_bytes=SNS_MAX_REQUEST_BYTES)
+    huge = write_outbox(outbox_table, 1, seqs=seqs, data_bytes=SNS_MAX_REQUEST_BYTES)
     after = write_outbox(outbox_table, 1, seqs=seqs)
 
     result, sns = run_sns_publisher(
@@ -197,7 +197,7 @@ def test_message_moto_itself_rejects_as_too_long_is_quarantined(
     # topic still refuses more than 256 KiB: SNS answers Failed, SenderFault true
     seqs = sequence_numbers()
     good = write_outbox(outbox_table, 1, seqs=seqs)
-    big = write_outbox(outbox_table, 1, seqs=seqs, payload_bytes=300_000)
+    big = write_outbox(outbox_table, 1, seqs=seqs, data_bytes=300_000)
 
     result, _ = run_sns_publisher(
         good.records + big.records, outbox_table, sns_topic, max_request_bytes=1024 * 1024

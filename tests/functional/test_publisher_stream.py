@@ -121,7 +121,7 @@ def write_outbox(
     count: int,
     *,
     seqs: Iterator[str] | None = None,
-    payload_bytes: int = 0,
+    data_bytes: int = 0,
     pk: str = "ORDER#1001",
 ) -> Outbox:
     """Commit ``count`` outbox items and build their INSERT records (ids grow like ULIDs)."""
@@ -129,10 +129,10 @@ def write_outbox(
     envelopes: list[Envelope] = []
     records: list[dict[str, Any]] = []
     for n in range(count):
-        payload: dict[str, Any] = {"n": n}
-        if payload_bytes:
-            payload["blob"] = "x" * payload_bytes
-        envelope = make_envelope(payload=payload)
+        data: dict[str, Any] = {"n": n}
+        if data_bytes:
+            data["blob"] = "x" * data_bytes
+        envelope = make_envelope(data=data)
         table.put(outbox_item(pk, envelope))
         envelopes.append(envelope)
         records.append(outbox_stream_record(envelope, pk, next(seqs)))
@@ -272,7 +272,7 @@ def test_batching_by_bytes_keeps_every_request_under_256_kb(
     outbox_table: OutboxTable, event_bus: EventBus
 ) -> None:
     # GIVEN five events of about 100 KB: three would be over 256 KB
-    outbox = write_outbox(outbox_table, 5, payload_bytes=100_000)
+    outbox = write_outbox(outbox_table, 5, data_bytes=100_000)
 
     run = run_publisher(outbox.records, outbox_table, event_bus)
 
@@ -287,7 +287,7 @@ def test_event_over_the_request_limit_is_quarantined_never_sent_and_others_publi
 ) -> None:
     seqs = sequence_numbers()
     before = write_outbox(outbox_table, 1, seqs=seqs)
-    huge = write_outbox(outbox_table, 1, seqs=seqs, payload_bytes=PUT_EVENTS_MAX_REQUEST_BYTES)
+    huge = write_outbox(outbox_table, 1, seqs=seqs, data_bytes=PUT_EVENTS_MAX_REQUEST_BYTES)
     after = write_outbox(outbox_table, 1, seqs=seqs)
 
     run = run_publisher(before.records + huge.records + after.records, outbox_table, event_bus)
@@ -459,7 +459,7 @@ def _poison_bad_json(item: dict[str, Any], envelope: Envelope) -> dict[str, Any]
 
 def _poison_missing_fields(item: dict[str, Any], envelope: Envelope) -> dict[str, Any]:
     data = envelope.to_dict()
-    del data["payload"]
+    del data["data"]
     return item | {ATTR_ENVELOPE: {"S": json.dumps(data)}}
 
 
@@ -479,10 +479,10 @@ def _poison_bad_time(item: dict[str, Any], envelope: Envelope) -> dict[str, Any]
     ("spoil", "view_type", "reason_part"),
     [
         (_poison_bad_json, "NEW_IMAGE", "not valid JSON"),
-        (_poison_missing_fields, "NEW_IMAGE", "missing field(s): payload"),
+        (_poison_missing_fields, "NEW_IMAGE", "missing field(s): data"),
         (_poison_id_not_sort_key, "NEW_IMAGE", "does not match sort key"),
         (_poison_no_envelope_attribute, "NEW_IMAGE", "no string attribute 'envelope'"),
-        (_poison_bad_time, "NEW_IMAGE", "ISO 8601"),
+        (_poison_bad_time, "NEW_IMAGE", "RFC 3339"),
         (lambda item, envelope: item, "KEYS_ONLY", "no NewImage"),
     ],
     ids=["bad-json", "missing-fields", "id-not-sk", "no-envelope", "bad-time", "no-new-image"],

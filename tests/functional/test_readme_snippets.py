@@ -172,8 +172,8 @@ def test_the_typed_payload_snippet_hands_the_function_the_model(
     exec(compile(typed_block, "README typed consumer", "exec"), namespace)
 
     # WHEN an OrderCreated event and one whose payload lacks the total arrive
-    good = make_envelope(payload={"order_id": "1001", "total": 42.5})
-    bad = make_envelope(payload={"order_id": "1002"})
+    good = make_envelope(data={"order_id": "1001", "total": 42.5})
+    bad = make_envelope(data={"order_id": "1002"})
     event = consumer_event([good, bad])
     response = namespace["ship"](event, LambdaContext("arn:aws:lambda:us-east-1:1:function:ship"))
 

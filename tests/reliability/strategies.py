@@ -162,7 +162,7 @@ event_ids = st.one_of(
     st.sampled_from(["7" + "Z" * 25, "8" + "0" * 25, "01ARZ3NDEKTSV4RRFFQ69G5FAU", ""]),
     texts,
 )
-#: Text SQS can carry, and finite numbers: unusual payloads the writer must accept.
+#: Text SQS can carry, and finite numbers: unusual data the writer must accept.
 deliverable_texts = st.text(
     st.characters(exclude_categories=("Cs",), exclude_characters="\ufffe\uffff"), max_size=12
 )
@@ -179,11 +179,11 @@ deliverable_values = st.recursive(
     ),
     max_leaves=12,
 )
-deliverable_payloads = st.one_of(
+deliverable_data = st.one_of(
     st.dictionaries(deliverable_texts, deliverable_values, max_size=6),
     st.sampled_from([32, 98, 99]).map(lambda depth: {"deep": nested(depth - 1)}),
 )
-payloads = st.one_of(
+data_values = st.one_of(
     st.dictionaries(texts, json_values, max_size=5),
     st.dictionaries(texts, deep_values, min_size=1, max_size=1),
     json_values,  # not always an object
@@ -201,15 +201,15 @@ def intended_events(draw: st.DrawFn) -> IntendedEvent:
         "type": draw(_usually("OrderPlaced", event_types)),
         "source": draw(_usually("app.orders", sources)),
         "subject": draw(_usually("ORDER#1001", subjects)),
-        "payload": draw(st.one_of(st.just({"total": 1}), deliverable_payloads, payloads)),
+        "data": draw(st.one_of(st.just({"total": 1}), deliverable_data, data_values)),
     }
     if draw(st.integers(0, 2)) == 0:
         fields["time"] = draw(st.one_of(any_datetime.map(datetime.isoformat), times))
     if draw(st.integers(0, 4)) == 0:
         fields["id"] = draw(event_ids)
     if draw(st.integers(0, 4)) == 0:
-        fields["schema_version"] = draw(st.one_of(integers, st.booleans(), texts))
-    for name in ("correlation_id", "trace_id"):
+        fields["dataschema"] = draw(st.one_of(texts, st.none(), integers))
+    for name in ("correlation_id", "traceparent", "tracestate"):
         if draw(st.integers(0, 5)) == 0:
             fields[name] = draw(st.one_of(texts, st.none(), integers))
     if draw(st.integers(0, 19)) == 0:  # exactly at a sink's size limit, or one byte off
@@ -225,11 +225,11 @@ def envelope_of_size(fields: dict[str, Any], sink: str, size: int) -> Envelope:
     Raises what :class:`Envelope` raises when the fields themselves are invalid.
     """
     rules = rules_for(sink)
-    base = Envelope(**{**fields, "payload": {"blob": ""}})
+    base = Envelope(**{**fields, "data": {"blob": ""}})
     missing = size - rules.entry_size(OutboundEvent.of(base))
     if missing < 0:
         return base  # the other fields alone are over: the writer must refuse it
-    pinned = {**fields, "id": base.id, "time": base.time, "payload": {"blob": "x" * missing}}
+    pinned = {**fields, "id": base.id, "time": base.time, "data": {"blob": "x" * missing}}
     return Envelope(**pinned)
 
 
@@ -253,7 +253,7 @@ def _envelope_texts(event_id: str) -> st.SearchStrategy[str]:
     def render(data: Any) -> str:
         return json.dumps(data, ensure_ascii=False, allow_nan=True)
 
-    valid = Envelope(type="OrderPlaced", source="app.orders", subject="ORDER#1", payload={})
+    valid = Envelope(type="OrderPlaced", source="app.orders", subject="ORDER#1", data={})
     good = {**valid.to_dict(), "id": event_id}
     return st.one_of(
         st.just(json.dumps(good)),
@@ -268,8 +268,8 @@ def _envelope_texts(event_id: str) -> st.SearchStrategy[str]:
         ),
         json_values.map(render),
         texts,
-        st.just(json.dumps(good).replace('"payload": {}', '"payload": {"x": NaN}')),
-        st.just(json.dumps(good).replace('"payload": {}', '"payload": {"x": "\\ufffe"}')),
+        st.just(json.dumps(good).replace('"data": {}', '"data": {"x": NaN}')),
+        st.just(json.dumps(good).replace('"data": {}', '"data": {"x": "\\ufffe"}')),
     )
 
 

@@ -222,7 +222,7 @@ def _poison(**changes: Any) -> Any:
 
 
 def _huge_envelope_item() -> dict[str, Any]:
-    envelope = make_envelope(payload={"blob": "x" * BIG})
+    envelope = make_envelope(data={"blob": "x" * BIG})
     return outbox_item(PK, envelope)
 
 
@@ -518,7 +518,7 @@ def test_malformed_entities_are_refused_before_sending(entity: Any) -> None:
 # a lone surrogate; a hand-built or replayed event can, and must not fail the batch.
 def test_envelope_that_cannot_be_encoded_as_utf8_is_quarantined_not_a_batch_failure() -> None:
     envelope = make_envelope()
-    body = json.dumps({**envelope.to_dict(), "payload": {"note": "\udcff"}}, ensure_ascii=False)
+    body = json.dumps({**envelope.to_dict(), "data": {"note": "\udcff"}}, ensure_ascii=False)
     item = {**outbox_item(PK, envelope), ATTR_ENVELOPE: {"S": body}}
     record = _outbox_record("100000000000000000000002", item)
     result, events, table, good = _publish(record)

@@ -111,7 +111,7 @@ def _poison_item(index: int) -> tuple[str, dict[str, dict[str, str]]]:
     """A pending outbox item whose event can never be published."""
     event_id = str(ULID())
     sk = OUTBOX_SK_PREFIX + event_id
-    other = Envelope(type="OrderPlaced", source=SOURCE, subject="ORDER#X", payload={})
+    other = Envelope(type="OrderPlaced", source=SOURCE, subject="ORDER#X", data={})
     bodies = [
         "{not json",
         other.to_json(),  # a valid envelope whose id is not the sort key's
@@ -132,7 +132,7 @@ def _poison_item(index: int) -> tuple[str, dict[str, dict[str, str]]]:
 
 def _poison_message(index: int) -> str:
     """A consumer queue message that can never be processed."""
-    wrong = Envelope(type="OrderPlaced", source=SOURCE, subject="ORDER#Y", payload={})
+    wrong = Envelope(type="OrderPlaced", source=SOURCE, subject="ORDER#Y", data={})
     bodies = [
         f"poison #{index}: not JSON",
         json.dumps({"order": index, "note": "JSON, not an envelope"}),

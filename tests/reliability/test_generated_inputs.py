@@ -419,7 +419,7 @@ def test_generated_outbox_items_through_the_sweeper(stack: Stack, reliability_pr
 @st.composite
 def _consumer_batches(draw: st.DrawFn) -> dict[str, Any]:
     good = [
-        Envelope(type="OrderPlaced", source="app.orders", subject=f"ORDER#{n}", payload={"n": n})
+        Envelope(type="OrderPlaced", source="app.orders", subject=f"ORDER#{n}", data={"n": n})
         for n in range(draw(st.integers(2, 6)))
     ]
     shapes = draw(st.lists(st.sampled_from(["eventbridge", "raw", "notification"]), min_size=5))

@@ -1130,7 +1130,7 @@ run "event_pattern_nested_value_that_is_a_number_is_rejected" {
   command = plan
 
   variables {
-    consumers = { audit = { event_pattern = "{\"detail\":{\"payload\":{\"total\":42}}}" } }
+    consumers = { audit = { event_pattern = "{\"detail\":{\"data\":{\"total\":42}}}" } }
   }
 
   expect_failures = [var.consumers]
@@ -1145,7 +1145,7 @@ run "event_pattern_with_matchers_and_nested_fields_is_accepted" {
         event_pattern = jsonencode({
           source        = ["orders"]
           "detail-type" = ["OrderCreated", { prefix = "Order" }]
-          detail        = { payload = { total = [{ numeric = [">", 100] }], status = [{ "anything-but" = "TEST" }] } }
+          detail        = { data = { total = [{ numeric = [">", 100] }], status = [{ "anything-but" = "TEST" }] } }
           "$or"         = [{ account = ["111122223333"] }, { region = ["eu-west-1"] }]
         })
       }
@@ -1153,7 +1153,7 @@ run "event_pattern_with_matchers_and_nested_fields_is_accepted" {
   }
 
   assert {
-    condition     = jsondecode(aws_cloudwatch_event_rule.consumer["audit"].event_pattern).detail.payload.total == [{ numeric = [">", 100] }]
+    condition     = jsondecode(aws_cloudwatch_event_rule.consumer["audit"].event_pattern).detail.data.total == [{ numeric = [">", 100] }]
     error_message = "Matcher objects inside arrays and nested fields are valid pattern values."
   }
 }
@@ -1418,4 +1418,68 @@ run "retry_attempts_186_are_rejected" {
   }
 
   expect_failures = [var.consumers]
+}
+
+################################################################################
+# Tracing (tracing_mode): every function the module deploys, and its role
+################################################################################
+
+run "tracing_active_traces_the_module_functions_with_only_the_xray_write_actions" {
+  command = plan
+
+  variables {
+    tracing_mode = "Active"
+  }
+
+  assert {
+    condition = (
+      aws_lambda_function.publisher.tracing_config[0].mode == "Active"
+      && aws_lambda_function.sweeper[0].tracing_config[0].mode == "Active"
+      && aws_lambda_function.consumer["audit"].tracing_config[0].mode == "Active"
+    )
+    error_message = "tracing_mode = \"Active\" must set active tracing on the publisher, the sweeper and the reference consumer."
+  }
+
+  assert {
+    condition = alltrue([
+      for statements in [
+        data.aws_iam_policy_document.publisher.statement,
+        data.aws_iam_policy_document.sweeper[0].statement,
+        data.aws_iam_policy_document.consumer_function["audit"].statement,
+        ] : (
+        [for s in statements : s.actions if s.sid == "WriteTraces"] == [toset(["xray:PutTelemetryRecords", "xray:PutTraceSegments"])]
+        && [for s in statements : s.resources if s.sid == "WriteTraces"] == [toset(["*"])]
+      )
+    ])
+    error_message = "Each traced function's role must get exactly xray:PutTraceSegments and xray:PutTelemetryRecords (on \"*\", X-Ray has no resource-level permissions), in one statement."
+  }
+
+  assert {
+    condition     = length([for s in data.aws_iam_policy_document.consumer["billing"].statement : s if s.sid == "WriteTraces"]) == 0
+    error_message = "A caller's function keeps its own tracing: the policy for its role must not grant X-Ray."
+  }
+}
+
+run "tracing_defaults_to_pass_through_and_grants_no_xray_permission" {
+  command = plan
+
+  assert {
+    condition = (
+      aws_lambda_function.publisher.tracing_config[0].mode == "PassThrough"
+      && aws_lambda_function.sweeper[0].tracing_config[0].mode == "PassThrough"
+      && aws_lambda_function.consumer["audit"].tracing_config[0].mode == "PassThrough"
+    )
+    error_message = "By default the module's functions must run in PassThrough (Lambda's own default)."
+  }
+
+  assert {
+    condition = length(flatten([
+      for statements in [
+        data.aws_iam_policy_document.publisher.statement,
+        data.aws_iam_policy_document.sweeper[0].statement,
+        data.aws_iam_policy_document.consumer_function["audit"].statement,
+      ] : [for s in statements : s.actions if length([for a in s.actions : a if startswith(a, "xray:")]) > 0]
+    ])) == 0
+    error_message = "Without active tracing no role may be granted an X-Ray action."
+  }
 }

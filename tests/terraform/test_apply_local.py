@@ -451,7 +451,7 @@ def test_event_put_on_the_bus_reaches_the_consumer_queue_and_others_do_not(
         type="OrderCreated",
         source=outputs["event_source"],
         subject="ORDER#1001",
-        payload={"order_id": "1001", "total": 42.5},
+        data={"order_id": "1001", "total": 42.5},
     )
     uuid = consumer["event_source_mapping_uuid"]
     lambda_client.update_event_source_mapping(UUID=uuid, Enabled=False)

@@ -76,11 +76,11 @@ CASES: dict[str, Case] = {
     "pattern_value_not_an_array": Case(
         consumers(
             'billing = { event_pattern = jsonencode({ source = "orders", detail = '
-            '{ payload = { total = 42, status = ["NEW"] } } }) }'
+            '{ data = { total = 42, status = ["NEW"] } } }) }'
         ),
         (
             "every field's value must be an array",
-            "Invalid for: billing (source), billing (detail.payload.total).",
+            "Invalid for: billing (source), billing (detail.data.total).",
         ),
     ),
     "function_arn": Case(

@@ -502,3 +502,13 @@ run "sort_key_named_like_an_outbox_attribute_is_rejected" {
 
   expect_failures = [var.table]
 }
+
+run "tracing_mode_other_than_active_or_pass_through_is_rejected" {
+  command = plan
+
+  variables {
+    tracing_mode = "active"
+  }
+
+  expect_failures = [var.tracing_mode]
+}

@@ -51,7 +51,7 @@ consumer = OutboxConsumer(idempotency_table="idempotency", name="billing")
 
 @consumer.handler
 def billing(event: Envelope) -> None:
-    print(event.payload["total"])
+    print(event.data["total"])
 
 
 class OrderPaid(BaseModel):

@@ -52,7 +52,9 @@ def never_called(envelope: Any) -> None:
     ids=["EventBridge target", "SNS raw delivery", "SNS notification"],
 )
 def test_parse_body_returns_the_envelope_whichever_service_delivered_it(shape: Any) -> None:
-    event = make_envelope(trace_id="Root=1-abc", correlation_id="c-1")
+    event = make_envelope(
+        traceparent="00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01", correlation_id="c-1"
+    )
     assert parse_body(shape(event)) == event
 
 

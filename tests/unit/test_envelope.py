@@ -21,7 +21,6 @@ from dynamodb_outbox.envelope import (
     ATTR_SK,
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
-    SCHEMA_VERSION,
     STATUS_PENDING,
     Envelope,
     InvalidEnvelope,
@@ -32,15 +31,19 @@ from dynamodb_outbox.envelope import (
 EVENT_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
 
+TRACEPARENT = "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"
+
+
 def valid_dict(**overrides: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
+        "specversion": "1.0",
         "id": EVENT_ID,
         "type": "OrderPlaced",
         "source": "shop.orders",
         "time": "2024-05-01T12:00:00.000Z",
         "subject": "ORDER#1001",
-        "payload": {"order_id": "1001", "total": 12.5, "lines": [{"sku": "A", "qty": 2}]},
-        "schema_version": 1,
+        "datacontenttype": "application/json",
+        "data": {"order_id": "1001", "total": 12.5, "lines": [{"sku": "A", "qty": 2}]},
     }
     data.update(overrides)
     return data
@@ -56,22 +59,29 @@ def without(field: str) -> dict[str, Any]:
 
 
 def test_envelope_round_trips_through_json_with_every_field() -> None:
-    # GIVEN an envelope with the optional ids set
-    original = Envelope.from_dict(valid_dict(correlation_id="corr-1", trace_id="Root=1-abc"))
+    # GIVEN an envelope with the optional attributes set
+    optional = {
+        "dataschema": "https://schemas.example.com/order-placed/1",
+        "correlationid": "corr-1",
+        "traceparent": TRACEPARENT,
+        "tracestate": "vendor=abc",
+    }
+    original = Envelope.from_dict(valid_dict(**optional))
 
     # WHEN it goes through its JSON form and back
     restored = Envelope.from_json(original.to_json())
 
-    # THEN nothing is lost, payload number types included
+    # THEN nothing is lost, data number types included
     assert restored == original
-    assert restored.to_dict() == valid_dict(correlation_id="corr-1", trace_id="Root=1-abc")
-    assert isinstance(restored.payload["total"], float)
-    assert isinstance(restored.payload["lines"][0]["qty"], int)
+    assert restored.to_dict() == valid_dict(**optional)
+    assert restored.correlation_id == "corr-1"
+    assert isinstance(restored.data["total"], float)
+    assert isinstance(restored.data["lines"][0]["qty"], int)
 
 
 def test_envelope_json_is_compact_and_keeps_non_ascii_text() -> None:
-    # GIVEN a payload with non-ASCII text
-    envelope = Envelope.from_dict(valid_dict(payload={"city": "Zürich"}))
+    # GIVEN a data with non-ASCII text
+    envelope = Envelope.from_dict(valid_dict(data={"city": "Zürich"}))
 
     # WHEN it is serialised
     text = envelope.to_json()
@@ -86,23 +96,25 @@ def test_envelope_round_trips_from_bytes() -> None:
     assert Envelope.from_json(envelope.to_json().encode()) == envelope
 
 
-def test_new_envelope_gets_a_ulid_id_current_utc_time_and_schema_version() -> None:
+def test_new_envelope_gets_a_ulid_id_current_utc_time_and_the_cloudevents_constants() -> None:
     # GIVEN/WHEN an envelope built with only the required fields
-    envelope = Envelope(type="OrderPlaced", source="shop", subject="ORDER#1", payload={})
+    envelope = Envelope(type="OrderPlaced", source="shop", subject="ORDER#1", data={})
 
-    # THEN it carries a ULID, a millisecond UTC timestamp of now and the schema version
+    # THEN it carries a ULID, a millisecond UTC timestamp of now, CloudEvents 1.0 and JSON data
     ULID.from_str(envelope.id)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", envelope.time)
     written = datetime.fromisoformat(envelope.time.replace("Z", "+00:00"))
     assert abs(datetime.now(UTC) - written) < timedelta(minutes=1)
-    assert envelope.schema_version == SCHEMA_VERSION
-    assert "correlation_id" not in envelope.to_dict()
-    assert "trace_id" not in envelope.to_dict()
+    assert envelope.to_dict()["specversion"] == "1.0"
+    assert envelope.to_dict()["datacontenttype"] == "application/json"
+    assert not {"dataschema", "correlationid", "traceparent", "tracestate"} & set(
+        envelope.to_dict()
+    )
 
 
 def test_two_new_envelopes_get_different_ids() -> None:
-    first = Envelope(type="T", source="s", subject="x", payload={})
-    second = Envelope(type="T", source="s", subject="x", payload={})
+    first = Envelope(type="T", source="s", subject="x", data={})
+    second = Envelope(type="T", source="s", subject="x", data={})
     assert first.id != second.id
 
 
@@ -116,7 +128,7 @@ def test_envelope_is_immutable() -> None:
 
 
 @pytest.mark.parametrize(
-    "field", ["id", "type", "source", "time", "subject", "payload", "schema_version"]
+    "field", ["specversion", "id", "type", "source", "time", "subject", "data"]
 )
 def test_missing_required_field_is_refused_naming_the_field(field: str) -> None:
     # GIVEN data without one required field
@@ -144,31 +156,58 @@ def test_id_that_is_not_a_ulid_is_refused(bad_id: str) -> None:
 
 def test_constructor_validates_too() -> None:
     with pytest.raises(InvalidEnvelope, match="is not a ULID"):
-        Envelope(type="T", source="s", subject="x", payload={}, id="nope")
+        Envelope(type="T", source="s", subject="x", data={}, id="nope")
 
 
-@pytest.mark.parametrize("payload", [[1, 2], "text", None, 3])
-def test_payload_that_is_not_an_object_is_refused(payload: Any) -> None:
-    with pytest.raises(InvalidEnvelope, match="'payload' must be a JSON object"):
-        Envelope.from_dict(valid_dict(payload=payload))
+@pytest.mark.parametrize("data", [[1, 2], "text", None, 3])
+def test_data_field_that_is_not_an_object_is_refused(data: Any) -> None:
+    with pytest.raises(InvalidEnvelope, match="'data' must be a JSON object"):
+        Envelope.from_dict(valid_dict(data=data))
 
 
-@pytest.mark.parametrize("version", [0, -1, True, "1", 1.0, None])
-def test_schema_version_that_is_not_a_positive_integer_is_refused(version: Any) -> None:
-    with pytest.raises(InvalidEnvelope, match="'schema_version' must be a positive integer"):
-        Envelope.from_dict(valid_dict(schema_version=version))
+@pytest.mark.parametrize("version", ["0.3", "1", 1.0, None])
+def test_specversion_other_than_1_0_is_refused(version: Any) -> None:
+    with pytest.raises(InvalidEnvelope, match=r"'specversion' must be '1\.0'"):
+        Envelope.from_dict(valid_dict(specversion=version))
 
 
-@pytest.mark.parametrize("field", ["correlation_id", "trace_id"])
-def test_optional_id_must_be_a_string_when_present(field: str) -> None:
-    with pytest.raises(InvalidEnvelope, match=f"'{field}' must be a string when present"):
-        Envelope.from_dict(valid_dict(**{field: 123}))
+@pytest.mark.parametrize("content_type", ["text/plain", "application/xml", None])
+def test_datacontenttype_other_than_json_is_refused(content_type: Any) -> None:
+    with pytest.raises(InvalidEnvelope, match="'datacontenttype' must be 'application/json'"):
+        Envelope.from_dict(valid_dict(datacontenttype=content_type))
 
 
-@pytest.mark.parametrize("field", ["correlation_id", "trace_id"])
-def test_optional_id_may_be_absent_or_null(field: str) -> None:
+def test_datacontenttype_may_be_absent_as_cloudevents_json_format_allows() -> None:
+    data = valid_dict()
+    del data["datacontenttype"]
+    assert Envelope.from_dict(data).to_dict()["datacontenttype"] == "application/json"
+
+
+@pytest.mark.parametrize("name", ["dataschema", "correlationid", "traceparent", "tracestate"])
+@pytest.mark.parametrize("bad", [123, ""])
+def test_optional_attribute_must_be_a_non_empty_string_when_present(name: str, bad: Any) -> None:
+    with pytest.raises(InvalidEnvelope, match=f"'{name}' must be a non-empty string"):
+        Envelope.from_dict(valid_dict(**{name: bad}))
+
+
+@pytest.mark.parametrize("field", ["dataschema", "correlation_id", "traceparent", "tracestate"])
+def test_optional_attribute_may_be_absent(field: str) -> None:
     assert getattr(Envelope.from_dict(valid_dict()), field) is None
-    assert getattr(Envelope.from_dict(valid_dict(**{field: None})), field) is None
+
+
+def test_extension_attribute_names_are_lowercase_letters_and_digits() -> None:
+    # CloudEvents: extension names are [a-z0-9]; the Python fields keep readable names.
+    envelope = Envelope.from_dict(
+        valid_dict(correlationid="c-1", traceparent=TRACEPARENT, tracestate="a=b")
+    )
+    assert all(re.fullmatch("[a-z0-9]+", name) for name in envelope.to_dict())
+    assert "correlation_id" not in envelope.to_dict()
+
+
+def test_attributes_are_every_member_but_data() -> None:
+    envelope = Envelope.from_dict(valid_dict(correlationid="c-1"))
+    assert envelope.attributes == {k: v for k, v in envelope.to_dict().items() if k != "data"}
+    assert envelope.attributes["correlationid"] == "c-1"
 
 
 @pytest.mark.parametrize("data", [[], "x", 1, None])
@@ -278,22 +317,32 @@ def test_pending_shard_refuses_a_shard_count_outside_1_to_100(shards: int) -> No
         pending_shard(str(ULID()), shards)
 
 
-@pytest.mark.parametrize("bad_time", ["yesterday", "2026-13-01T00:00:00Z", ""])
-def test_time_that_is_not_iso_8601_is_refused(bad_time: str) -> None:
-    with pytest.raises(InvalidEnvelope, match="'time'"):
-        Envelope(type="T", source="s", subject="x", payload={}, time=bad_time)
+@pytest.mark.parametrize(
+    "bad_time",
+    [
+        "yesterday",
+        "2026-13-01T00:00:00Z",
+        "",
+        "2024-05-01T12:00:00",  # ISO 8601 without an offset: not RFC 3339
+        "2024-05-01",
+        "20240501T120000Z",
+    ],
+)
+def test_time_that_is_not_rfc_3339_is_refused(bad_time: str) -> None:
+    with pytest.raises(InvalidEnvelope, match="'time' must be"):
+        Envelope(type="T", source="s", subject="x", data={}, time=bad_time)
 
 
-def test_payload_changed_by_the_caller_after_construction_does_not_change_the_event() -> None:
-    payload: dict[str, Any] = {"items": [1, 2]}
-    envelope = Envelope(type="T", source="s", subject="x", payload=payload)
+def test_data_changed_by_the_caller_after_construction_does_not_change_the_event() -> None:
+    data: dict[str, Any] = {"items": [1, 2]}
+    envelope = Envelope(type="T", source="s", subject="x", data=data)
     before = envelope.to_json()
-    payload["items"].append(3)
-    payload["extra"] = True
+    data["items"].append(3)
+    data["extra"] = True
     assert envelope.to_json() == before
 
 
-@pytest.mark.parametrize("payload", [{"x": float("nan")}, {"x": float("inf")}, {"x": {1, 2}}])
-def test_payload_not_encodable_as_strict_json_is_refused(payload: dict[str, Any]) -> None:
+@pytest.mark.parametrize("data", [{"x": float("nan")}, {"x": float("inf")}, {"x": {1, 2}}])
+def test_data_not_encodable_as_strict_json_is_refused(data: dict[str, Any]) -> None:
     with pytest.raises(InvalidEnvelope, match="not encodable as JSON"):
-        Envelope(type="T", source="s", subject="x", payload=payload)
+        Envelope(type="T", source="s", subject="x", data=data)

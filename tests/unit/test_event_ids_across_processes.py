@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _event_id() -> str:
-    return Envelope(type="OrderPlaced", source="app.orders", subject="ORDER#1", payload={}).id
+    return Envelope(type="OrderPlaced", source="app.orders", subject="ORDER#1", data={}).id
 
 
 def _fork_and_make_one_each(make: Callable[[], str]) -> tuple[str, str]:

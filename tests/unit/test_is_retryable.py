@@ -42,7 +42,7 @@ def stubbed() -> Iterator[tuple[OutboxWriter, Stubber]]:
 
 
 def placed() -> Envelope:
-    return Envelope(type="OrderPlaced", source="shop.orders", subject="ORDER#1", payload={})
+    return Envelope(type="OrderPlaced", source="shop.orders", subject="ORDER#1", data={})
 
 
 def raised_by_write(writer: OutboxWriter) -> Exception:

@@ -1,4 +1,4 @@
-"""The payload rule (dynamodb_outbox.payload_json): what DynamoDB and Python hand a
+"""The data rule (dynamodb_outbox.payload_json): what DynamoDB and Python hand a
 producer is encoded by one documented rule, and what has no faithful JSON form is
 refused with the path of the value."""
 
@@ -23,16 +23,16 @@ from tests.factories import make_envelope
 BIG_MONEY = Decimal("12345678901234567.89")
 
 
-def envelope_of(payload: dict[str, Any]) -> Envelope:
-    return make_envelope(payload=payload)
+def envelope_of(data: dict[str, Any]) -> Envelope:
+    return make_envelope(data=data)
 
 
 def test_decimal_is_written_with_its_exact_digits() -> None:
     text = envelope_of({"total": Decimal("19.90"), "big": BIG_MONEY, "n": Decimal("-0.000001")})
-    payload_text = text.to_json()
-    assert '"total":19.90' in payload_text
-    assert '"big":12345678901234567.89' in payload_text
-    assert '"n":-0.000001' in payload_text
+    data_text = text.to_json()
+    assert '"total":19.90' in data_text
+    assert '"big":12345678901234567.89' in data_text
+    assert '"n":-0.000001' in data_text
 
 
 def test_decimal_round_trips_exactly_when_read_with_parse_float_decimal() -> None:
@@ -40,20 +40,20 @@ def test_decimal_round_trips_exactly_when_read_with_parse_float_decimal() -> Non
 
     received = Envelope.from_json(sent.to_json(), parse_float=Decimal)
 
-    assert received.payload["total"] == BIG_MONEY
-    assert sum(line["price"] for line in received.payload["lines"]) == Decimal("0.30")
+    assert received.data["total"] == BIG_MONEY
+    assert sum(line["price"] for line in received.data["lines"]) == Decimal("0.30")
     assert received.to_json() == sent.to_json()
 
 
 def test_reading_with_floats_is_the_default_and_loses_what_floats_cannot_hold() -> None:
     # Documented: a consumer that wants exact money passes parse_float=Decimal.
     received = Envelope.from_json(envelope_of({"total": BIG_MONEY}).to_json())
-    assert received.payload["total"] == float(BIG_MONEY) != BIG_MONEY
+    assert received.data["total"] == float(BIG_MONEY) != BIG_MONEY
 
 
 def test_datetime_date_and_uuid_are_written_as_iso_8601_and_strings() -> None:
     paris = timezone(timedelta(hours=2))
-    payload = {
+    data = {
         "at": datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=paris),
         "utc": datetime(2024, 5, 1, 10, 0, tzinfo=UTC),
         "day": date(2024, 5, 1),
@@ -61,7 +61,7 @@ def test_datetime_date_and_uuid_are_written_as_iso_8601_and_strings() -> None:
         "pair": (1, "a"),
     }
 
-    written = json.loads(envelope_of(payload).to_json())["payload"]
+    written = json.loads(envelope_of(data).to_json())["data"]
 
     assert written == {
         "at": "2024-05-01T12:00:00.123000+02:00",
@@ -70,11 +70,11 @@ def test_datetime_date_and_uuid_are_written_as_iso_8601_and_strings() -> None:
         "id": "12345678-1234-5678-1234-567812345678",
         "pair": [1, "a"],
     }
-    assert datetime.fromisoformat(written["at"]) == payload["at"]
+    assert datetime.fromisoformat(written["at"]) == data["at"]
 
 
 def test_naive_datetime_is_refused_naming_its_path() -> None:
-    with pytest.raises(InvalidEnvelope, match=r"payload\.order\.placed_at is a naive datetime"):
+    with pytest.raises(InvalidEnvelope, match=r"data\.order\.placed_at is a naive datetime"):
         envelope_of({"order": {"placed_at": datetime(2024, 5, 1, 12, 0)}})
 
 
@@ -92,7 +92,7 @@ def test_naive_datetime_is_refused_naming_its_path() -> None:
     ],
 )
 def test_values_without_a_faithful_json_form_are_refused(value: Any, reason: str) -> None:
-    with pytest.raises(InvalidEnvelope, match=rf"payload\.items\[1\].*{reason}"):
+    with pytest.raises(InvalidEnvelope, match=rf"data\.items\[1\].*{reason}"):
         envelope_of({"items": [1, value]})
 
 
@@ -103,12 +103,12 @@ def test_a_callers_default_converts_what_the_rule_refuses() -> None:
         "ORDER#1", "OrderCreated", {"blob": b"\x00\xff", "tags": {"b"}}, default=_hex_or_list
     )
 
-    assert event.payload == {"blob": "00ff", "tags": ["b"]}
+    assert event.data == {"blob": "00ff", "tags": ["b"]}
 
 
 def test_a_default_that_refuses_names_the_value() -> None:
     writer = OutboxWriter("orders", source="shop.orders")
-    with pytest.raises(InvalidWrite, match=r"payload\.blob is a bytes that default= refused"):
+    with pytest.raises(InvalidWrite, match=r"data\.blob is a bytes that default= refused"):
         writer.new_event("ORDER#1", "T", {"blob": b"x"}, default=_refuse)
 
 
@@ -126,7 +126,7 @@ def test_non_string_keys_become_strings_as_json_makes_them() -> None:
     }
 
 
-def test_the_copy_shares_nothing_mutable_with_the_callers_payload() -> None:
+def test_the_copy_shares_nothing_mutable_with_the_callers_data() -> None:
     lines = [{"price": Decimal("1.00")}]
     copy = to_json_value({"lines": lines})
     lines[0]["price"] = Decimal("2.00")
@@ -163,7 +163,7 @@ def test_an_integer_decimal_beyond_64_bits_is_refused_for_eventbridge_as_the_pub
     with pytest.raises(UnpublishableEvent, match="outside the signed 64-bit range"):
         writer.write(
             {"PK": "ORDER#1", "SK": "META"},
-            writer.new_event("ORDER#1", "T", {"n": envelope.payload["n"]}),
+            writer.new_event("ORDER#1", "T", {"n": envelope.data["n"]}),
         )
 
 
@@ -172,8 +172,8 @@ def test_a_consumer_reading_eventbridge_and_sns_bodies_gets_exact_decimals() -> 
     eventbridge = json.dumps({"detail-type": sent.type, "source": sent.source, "detail": 0})
     eventbridge = eventbridge.replace("0}", sent.to_json() + "}")
     for body in (sent.to_json(), eventbridge):
-        assert parse_body(body, parse_float=Decimal).payload["total"] == BIG_MONEY
-        assert parse_body(body).payload["total"] == float(BIG_MONEY)
+        assert parse_body(body, parse_float=Decimal).data["total"] == BIG_MONEY
+        assert parse_body(body).data["total"] == float(BIG_MONEY)
 
 
 def _hex_or_list(value: Any) -> Any:

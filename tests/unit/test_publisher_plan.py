@@ -72,9 +72,9 @@ def _publish(
 
 def _record_of_entry_size(size: int, seq: str) -> dict[str, Any]:
     """An outbox INSERT whose PutEvents entry is exactly ``size`` bytes by AWS's formula."""
-    envelope = make_envelope(payload={"blob": ""})
+    envelope = make_envelope(data={"blob": ""})
     base = EventBridgeSink(FakeEvents(), "bus").rules.entry_size(OutboundEvent.of(envelope))
-    envelope = make_envelope(payload={"blob": "x" * (size - base)})
+    envelope = make_envelope(data={"blob": "x" * (size - base)})
     return outbox_stream_record(envelope, "ORDER#1", seq)
 
 
@@ -94,7 +94,7 @@ def test_entry_size_counts_utf8_bytes_and_14_for_time_but_not_the_bus_name() -> 
 
 
 def test_sink_sizes_the_stored_json_not_a_re_encoding() -> None:
-    envelope = make_envelope(payload={"note": "café"})
+    envelope = make_envelope(data={"note": "café"})
     stored = json.dumps(envelope.to_dict(), indent=2, ensure_ascii=False)
     event = OutboundEvent.of(envelope, stored)
 

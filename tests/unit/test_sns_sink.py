@@ -60,8 +60,8 @@ def _event(**overrides: Any) -> OutboundEvent:
 def _record_of_entry_size(size: int, seq: str) -> dict[str, Any]:
     """An outbox INSERT whose SNS entry is exactly ``size`` bytes, attributes included."""
     sink = SnsSink(FakeSns(), TOPIC_ARN)
-    base = sink.rules.entry_size(_event(payload={"blob": ""}))
-    envelope = make_envelope(payload={"blob": "x" * (size - base)})
+    base = sink.rules.entry_size(_event(data={"blob": ""}))
+    envelope = make_envelope(data={"blob": "x" * (size - base)})
     return outbox_stream_record(envelope, "ORDER#1", seq)
 
 

@@ -77,8 +77,8 @@ def client_error(code: str, message: str = "", **response: Any) -> ClientError:
     return ClientError(body, "TransactWriteItems")
 
 
-def event(type_: str = "OrderPlaced", subject: str = "ORDER#1", **payload: Any) -> Envelope:
-    return Envelope(type=type_, source="shop.orders", subject=subject, payload=payload)
+def event(type_: str = "OrderPlaced", subject: str = "ORDER#1", **data: Any) -> Envelope:
+    return Envelope(type=type_, source="shop.orders", subject=subject, data=data)
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def test_new_event_defaults_subject_to_the_entity_pk_and_source_to_the_writer(
     assert envelope.source == "shop.orders"
     assert envelope.type == "OrderPlaced"
     assert envelope.correlation_id == "c-1"
-    assert dict(envelope.payload) == {"total": "12.50"}
+    assert dict(envelope.data) == {"total": "12.50"}
 
 
 def test_new_event_accepts_explicit_subject_source_and_a_bare_pk(writer: OutboxWriter) -> None:
@@ -135,14 +135,14 @@ def test_new_event_without_any_source_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("event_type", "payload", "message"),
-    [("", {}, "'type' must be a non-empty string"), ("T", [1], "'payload' must be a JSON object")],
+    ("event_type", "data", "message"),
+    [("", {}, "'type' must be a non-empty string"), ("T", [1], "'data' must be a JSON object")],
 )
 def test_new_event_with_invalid_fields_raises_a_writer_error(
-    writer: OutboxWriter, event_type: str, payload: Any, message: str
+    writer: OutboxWriter, event_type: str, data: Any, message: str
 ) -> None:
     with pytest.raises(InvalidWrite, match=message):
-        writer.new_event(ORDER, event_type, payload)
+        writer.new_event(ORDER, event_type, data)
 
 
 def test_writer_creates_no_client_until_the_first_write(
@@ -383,20 +383,20 @@ def test_event_that_is_not_an_envelope_is_refused(writer: OutboxWriter) -> None:
 
 
 @pytest.mark.parametrize(
-    ("payload", "reason"),
+    ("data", "reason"),
     [
-        ({"score": float("nan")}, "payload.score is nan"),
-        ({"amount": Decimal("Infinity")}, "payload.amount is Decimal"),
-        ({"blob": b"x"}, "payload.blob is a bytes"),
+        ({"score": float("nan")}, "data.score is nan"),
+        ({"amount": Decimal("Infinity")}, "data.amount is Decimal"),
+        ({"blob": b"x"}, "data.blob is a bytes"),
     ],
 )
-def test_event_whose_payload_is_not_json_is_refused_before_any_write(
-    client: RecordingClient, payload: dict[str, Any], reason: str
+def test_event_whose_data_is_not_json_is_refused_before_any_write(
+    client: RecordingClient, data: dict[str, Any], reason: str
 ) -> None:
     # NaN would be a bare NaN token (invalid JSON the bus rejects forever); bytes
     # have no faithful JSON form. The envelope refuses both, so no write can carry them.
     with pytest.raises(InvalidEnvelope, match=f"not encodable as JSON.*{reason}"):
-        event(**payload)
+        event(**data)
     assert client.calls == []
 
 

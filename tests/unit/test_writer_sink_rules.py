@@ -54,7 +54,7 @@ def _envelope(**fields: Any) -> Envelope:
         "type": "OrderPlaced",
         "source": "shop.orders",
         "subject": "ORDER#1",
-        "payload": {},
+        "data": {},
     }
     values.update(fields)
     return Envelope(**values)
@@ -63,10 +63,10 @@ def _envelope(**fields: Any) -> Envelope:
 def _of_size(publish_to: str, size: int, **fields: Any) -> Envelope:
     """An envelope whose entry size for ``publish_to`` is exactly ``size`` bytes."""
     rules = rules_for(publish_to)
-    base = _envelope(payload={"blob": ""}, **fields)
+    base = _envelope(data={"blob": ""}, **fields)
     missing = size - rules.entry_size(OutboundEvent.of(base))
     assert missing >= 0
-    envelope = _envelope(payload={"blob": "x" * missing}, id=base.id, time=base.time, **fields)
+    envelope = _envelope(data={"blob": "x" * missing}, id=base.id, time=base.time, **fields)
     assert rules.entry_size(OutboundEvent.of(envelope)) == size
     return envelope
 
@@ -140,8 +140,8 @@ EVENTBRIDGE_ONLY = [
     ("source of 257 characters", {"source": "s" * 257}, "Source of at most 256"),
     ("source reserved for AWS", {"source": "aws.orders"}, "reserves"),
     ("source reserved for AWS, upper case", {"source": "AWS.orders"}, "reserves"),
-    ("integer above int64", {"payload": {"n": 2**63}}, "signed 64-bit"),
-    ("integer below int64", {"payload": {"n": [-(2**63) - 1]}}, "signed 64-bit"),
+    ("integer above int64", {"data": {"n": 2**63}}, "signed 64-bit"),
+    ("integer below int64", {"data": {"n": [-(2**63) - 1]}}, "signed 64-bit"),
 ]
 
 
@@ -167,8 +167,8 @@ def test_eventbridge_refuses_what_putevents_never_accepts(fields: dict[str, Any]
         {"type": "\U0001f4e6" * 64},
         {"source": "s" * 256},
         {"source": "awsome.orders"},
-        {"payload": {"max": 2**63 - 1, "min": -(2**63), "float": 1e300}},
-        {"payload": {"digits": "12345678901234567890123"}},
+        {"data": {"max": 2**63 - 1, "min": -(2**63), "float": 1e300}},
+        {"data": {"digits": "12345678901234567890123"}},
     ],
     ids=["type-128", "type-64-emoji", "source-256", "aws-lookalike", "int64-bounds", "digit-text"],
 )
@@ -207,7 +207,7 @@ def test_unknown_publish_to_is_refused_with_the_choices() -> None:
 
 def test_the_committed_body_is_the_envelope_json_the_rules_measured() -> None:
     client = RecordingClient()
-    envelope = _envelope(payload={"city": "Zürich"})
+    envelope = _envelope(data={"city": "Zürich"})
     OutboxWriter(TABLE, client).write(ORDER, envelope)
     (_, put) = client.calls[0]["TransactItems"]
     assert json.loads(put["Put"]["Item"]["envelope"]["S"]) == envelope.to_dict()

@@ -45,7 +45,7 @@ def stubbed() -> Iterator[tuple[OutboxWriter, Stubber]]:
 
 
 def paid_event() -> Envelope:
-    return Envelope(type="OrderPaid", source="shop.orders", subject="ORDER#1", payload={})
+    return Envelope(type="OrderPaid", source="shop.orders", subject="ORDER#1", data={})
 
 
 def test_update_sends_the_entity_update_first_then_its_events(
