@@ -79,6 +79,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+from dynamodb_outbox.replays import is_reprocess_for, replay_name_of
 
 # Same namespace as the publisher, so one dashboard holds the whole pipeline.
 from dynamodb_outbox.settings import DEFAULT_METRICS_NAMESPACE
@@ -376,7 +377,15 @@ def process_sqs_batch(
                 )
                 break
             outcome = _process_record(
-                message_id, record, run_one, persistence_store, config, key_prefix, log, parse_float
+                message_id,
+                record,
+                run_one,
+                persistence_store,
+                config,
+                key_prefix,
+                log,
+                parse_float,
+                consumer_name=consumer_name,
             )
             outcomes[outcome] += 1
             if outcome is not _Outcome.FAILED:
@@ -481,6 +490,8 @@ def _process_record(
     key_prefix: str,
     log: Logger,
     parse_float: Callable[[str], Any],
+    *,
+    consumer_name: str,
 ) -> _Outcome:
     attributes = record.get("attributes")
     receive_count = (
@@ -500,12 +511,26 @@ def _process_record(
         )
         return _Outcome.FAILED
 
+    # A replayed event is deduplicated by its id like any other, unless the
+    # operator asked this consumer to reprocess it (dynamodb_outbox.replays).
+    replay = replay_name_of(record.get("body"))
+    reprocess = is_reprocess_for(replay, consumer_name)
+
     # Every line logged for this record, the toolkit's and the function's own
     # through the same Logger, carries the ids that join it to the producer's
     # request. Thread-safe keys: concurrent batches each see their own record.
     with _record_log_keys(log, correlation_id=envelope.correlation_id, trace_id=envelope.trace_id):
         return _process_envelope(
-            message_id, receive_count, envelope, process_one, store, config, key_prefix, log
+            message_id,
+            receive_count,
+            envelope,
+            process_one,
+            store,
+            config,
+            key_prefix,
+            log,
+            replay=replay,
+            reprocess=reprocess,
         )
 
 
@@ -536,6 +561,9 @@ def _process_envelope(
     config: IdempotencyConfig,
     key_prefix: str,
     log: Logger,
+    *,
+    replay: str | None = None,
+    reprocess: bool = False,
 ) -> _Outcome:
     fields = {
         "message_id": message_id,
@@ -543,6 +571,14 @@ def _process_envelope(
         "event_type": envelope.type,
         "receive_count": receive_count,
     }
+    payload = envelope.to_dict()
+    if replay:
+        fields["replay_name"] = replay
+    if reprocess:
+        # Its own record per replay: once more than before, once however often
+        # this replay delivers it.
+        payload[IDEMPOTENCY_EVENT_KEY] = f"{envelope.id}#{replay}"
+        log.info("replayed event to be reprocessed, as the replay's name asks", extra=fields)
     ran = False
 
     def run() -> None:
@@ -553,7 +589,7 @@ def _process_envelope(
     try:
         IdempotencyHandler(
             function=run,
-            function_payload=envelope.to_dict(),
+            function_payload=payload,
             config=config,
             persistence_store=store,
             key_prefix=key_prefix,
