@@ -20,7 +20,10 @@ event" into a Lambda handler that:
   idempotency on DynamoDB: a redelivered event is skipped (success), a failed
   attempt leaves no record (Powertools deletes it) so the retry runs, and an
   event another invocation is still processing fails here so it comes back
-  later instead of running twice concurrently.
+  later instead of running twice concurrently;
+* treats an event replayed from the bus's archive like any redelivery (skipped
+  when done), except when the replay's name asks this consumer to reprocess
+  it: then once more per such replay (:mod:`dynamodb_outbox.replays`).
 
 "Once" has one gap no consumer-side library can close: if the function
 succeeds but saving the COMPLETED record then fails, the message comes back and
