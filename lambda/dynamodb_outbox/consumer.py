@@ -61,6 +61,7 @@ import functools
 import inspect
 import json
 import os
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
@@ -82,6 +83,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+from dynamodb_outbox.event_ids import event_id_milliseconds
 from dynamodb_outbox.replays import is_reprocess_for, replay_name_of
 
 # Same namespace as the publisher, so one dashboard holds the whole pipeline.
@@ -518,6 +520,15 @@ def _process_record(
     # operator asked this consumer to reprocess it (dynamodb_outbox.replays).
     replay = replay_name_of(record.get("body"))
     reprocess = is_reprocess_for(replay, consumer_name)
+    if replay and not reprocess and _older_than(envelope.id, config.expires_after_seconds):
+        # Its record, if it was processed, may have expired: running it could
+        # apply it twice. Only a replay asked to reprocess may run it.
+        log.warning(
+            "replayed event is older than the idempotency window, so whether it was "
+            "processed is no longer known: skipped (a replay asked to reprocess runs it)",
+            extra={"message_id": message_id, "event_id": envelope.id, "replay_name": replay},
+        )
+        return _Outcome.DUPLICATE
 
     # Every line logged for this record, the toolkit's and the function's own
     # through the same Logger, carries the ids that join it to the producer's
@@ -535,6 +546,14 @@ def _process_record(
             replay=replay,
             reprocess=reprocess,
         )
+
+
+def _older_than(event_id: str, seconds: int) -> bool:
+    try:
+        made = event_id_milliseconds(event_id) / 1000
+    except ValueError:
+        return True  # no time to tell by: the safe answer
+    return made < time.time() - seconds
 
 
 @contextlib.contextmanager

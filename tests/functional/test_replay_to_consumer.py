@@ -31,7 +31,7 @@ from dynamodb_outbox.ledger import read_ledger
 from dynamodb_outbox.ops import main
 from dynamodb_outbox.reference_consumer import build_handler
 from dynamodb_outbox.sinks import EventBridgeSink, OutboundEvent
-from tests.factories import ACCOUNT_ID, REGION, SOURCE
+from tests.factories import ACCOUNT_ID, REGION, SOURCE, make_envelope
 from tests.functional.consumer_fixtures import (
     IDEMPOTENCY_TABLE,
     FakeLambdaContext,
@@ -39,6 +39,7 @@ from tests.functional.consumer_fixtures import (
     envelopes,
     sqs_record,
 )
+from tests.functional.outbox_helpers import ulid_at
 
 NAME = "orders"
 CONSUMERS = ("audit", "billing")
@@ -375,3 +376,31 @@ def test_a_failed_replay_exits_1_and_says_how_to_start_another(
     assert run.err.splitlines()[-1] == (
         f"outbox-ops: error: replay {name} ended FAILED: rule deleted; --attempt 2 starts a new one"
     )
+
+
+def test_a_replayed_event_older_than_the_idempotency_window_is_not_run_by_accident(
+    stack: Stack, replay: Callable[..., Run]
+) -> None:
+    """Its record may have expired: without --reprocess it is skipped, never run twice."""
+    # audit keeps its records one hour (the module keeps them as long as the archive).
+    consumer = OutboxConsumer(
+        persistence_store=DynamoDBPersistenceLayer(
+            table_name=IDEMPOTENCY_TABLE, boto3_client=stack.dynamodb
+        ),
+        name="audit",
+        expires_after_seconds=3600,
+    )
+    stack.handlers["audit"] = build_handler(consumer, stack.dynamodb, IDEMPOTENCY_TABLE)
+    old = make_envelope(id=ulid_at(datetime.now(UTC) - timedelta(hours=2)))
+    young = make_envelope()
+    sink = EventBridgeSink(stack.events, NAME)
+    assert all(result.ok for result in sink.send([OutboundEvent.of(old), OutboundEvent.of(young)]))
+    stack.sqs.purge_queue(QueueUrl=stack.queue_urls["audit"])  # both lost
+
+    assert replay("--consumer", "audit").code == 0
+    stack.drain("audit")
+    assert stack.ledger("audit") == {young.id: 1}
+
+    assert replay("--consumer", "audit", "--reprocess").code == 0
+    stack.drain("audit")
+    assert stack.ledger("audit") == {old.id: 1, young.id: 2}

@@ -29,6 +29,9 @@ rule of one consumer (<name>-<consumer>-consumer): no other consumer sees the
 replayed events. Then follows it to the end, one progress line on stderr per
 poll. Replays are not in the events' original order.
 
+The window is on the events' `time`, which the publisher sets to the outbox
+event's own time (when the writer made it).
+
 Replayed events keep their outbox event ids. By default a consumer using the
 toolkit skips those it already processed and processes, once, those it never
 did (lost from its queue, expired in its DLQ): a replay never applies an event
