@@ -427,7 +427,9 @@ variable "dashboard" {
     A CloudWatch dashboard `<name>-outbox` drawing the flow in the order events travel: writes,
     stream iterator age, published, quarantined, oldest pending age, sweeper recoveries, then
     per consumer processed / failed / duplicates, queue age and DLQ depth. Built from the same
-    metric definitions as the alarms, with each alarm's threshold drawn on its metric.
+    metric definitions as the alarms, with each alarm's threshold drawn on its metric. A
+    caller's toolkit function is drawn under Powertools `service` = its consumer key (what the
+    toolkit uses when POWERTOOLS_SERVICE_NAME is unset).
     - `enabled`: default true.
   EOT
   type = object({
