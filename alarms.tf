@@ -32,77 +32,83 @@ locals {
   # periods must breach, so one late run never fires it.
   oldest_pending_period_seconds = min(43200, max(60, ceil(coalesce(local.sweeper_interval_seconds, local.oldest_pending_threshold_seconds, 3600) / 60) * 60))
 
-  # Alarms on one metric each (the quarantine alarm adds two up: see below).
-  metric_alarms = {
-    for key, alarm in {
-      publisher_iterator_age = {
-        description        = "The publisher ${local.publisher_name} is falling behind its stream: the age of the newest record it read exceeds ${var.alarms.publisher_iterator_age_threshold_ms} ms. Stream records are trimmed after 24 hours (the sweeper then re-publishes the items)."
-        namespace          = "AWS/Lambda"
-        metric_name        = "IteratorAge"
-        statistic          = "Maximum"
-        dimensions         = tomap({ FunctionName = aws_lambda_function.publisher.function_name })
-        threshold          = var.alarms.publisher_iterator_age_threshold_ms
-        period             = var.alarms.period_seconds
-        evaluation_periods = 1
-        treat_missing_data = "notBreaching"
-      }
-      publisher_errors = {
-        description        = "The publisher ${local.publisher_name} failed invocations (errors, timeouts). Its stream mapping retries, bisects, and records what it gives up on in the on-failure queue."
-        namespace          = "AWS/Lambda"
-        metric_name        = "Errors"
-        statistic          = "Sum"
-        dimensions         = tomap({ FunctionName = aws_lambda_function.publisher.function_name })
-        threshold          = var.alarms.publisher_errors_threshold
-        period             = var.alarms.period_seconds
-        evaluation_periods = 1
-        treat_missing_data = "notBreaching"
-      }
-      sweeper_errors = {
-        description        = "The sweeper ${local.sweeper_name} failed invocations (errors, timeouts): pending outbox items are not being re-published."
-        namespace          = "AWS/Lambda"
-        metric_name        = "Errors"
-        statistic          = "Sum"
-        dimensions         = tomap({ FunctionName = try(aws_lambda_function.sweeper[0].function_name, "") })
-        threshold          = var.alarms.sweeper_errors_threshold
-        period             = var.alarms.period_seconds
-        evaluation_periods = 1
-        treat_missing_data = "notBreaching"
-      }
-      on_failure_queue_depth = {
-        description        = "The stream mapping of ${local.publisher_name} gave up on a batch: its record (shard and sequence numbers) is in ${local.on_failure_queue_name}. The outbox items stay in the table for the sweeper."
-        namespace          = "AWS/SQS"
-        metric_name        = "ApproximateNumberOfMessagesVisible"
-        statistic          = "Maximum"
-        dimensions         = tomap({ QueueName = aws_sqs_queue.on_failure.name })
-        threshold          = 0
-        period             = var.alarms.period_seconds
-        evaluation_periods = 1
-        treat_missing_data = "notBreaching"
-      }
-      event_bus_dlq_depth = {
-        description        = "The bus ${local.event_bus_name} could not encrypt or decrypt events with its customer key (key disabled, pending deletion, or no longer allowing events.amazonaws.com): they are in ${local.event_bus_dlq_name}, not on any rule, and their outbox items are already deleted. Fix the key, then put them back on the bus (README, Alarms runbook) within the queue's 14 days."
-        namespace          = "AWS/SQS"
-        metric_name        = "ApproximateNumberOfMessagesVisible"
-        statistic          = "Maximum"
-        dimensions         = tomap({ QueueName = try(aws_sqs_queue.event_bus_dlq[0].name, "") })
-        threshold          = 0
-        period             = var.alarms.period_seconds
-        evaluation_periods = 1
-        treat_missing_data = "notBreaching"
-      }
-      oldest_pending_item = {
-        description        = "An outbox item of ${local.table_name} has been pending longer than ${coalesce(local.oldest_pending_threshold_seconds, 0)} s (sweeper min age plus its interval), or the sweeper ${local.sweeper_name} stopped reporting (missing data breaches)."
-        namespace          = local.metrics_namespace
-        metric_name        = "OldestPendingAgeSeconds"
-        statistic          = "Maximum"
-        dimensions         = tomap({ service = try(aws_lambda_function.sweeper[0].environment[0].variables["POWERTOOLS_SERVICE_NAME"], "") })
-        threshold          = coalesce(local.oldest_pending_threshold_seconds, 0)
-        period             = local.oldest_pending_period_seconds
-        evaluation_periods = 2
-        treat_missing_data = "breaching"
-      }
-    } : key => merge(alarm, { name = "${var.name}-${replace(key, "_", "-")}" }) if local.alarm_enabled[key] && lookup(local.alarm_resource_exists, key, true)
+  # The metric of each single-metric alarm (the quarantine alarm adds two up: see
+  # below), whether or not the alarm is on: the dashboard (dashboard.tf) draws them too.
+  alarm_metrics = {
+    publisher_iterator_age = {
+      description        = "The publisher ${local.publisher_name} is falling behind its stream: the age of the newest record it read exceeds ${var.alarms.publisher_iterator_age_threshold_ms} ms. Stream records are trimmed after 24 hours (the sweeper then re-publishes the items)."
+      namespace          = "AWS/Lambda"
+      metric_name        = "IteratorAge"
+      statistic          = "Maximum"
+      dimensions         = tomap({ FunctionName = aws_lambda_function.publisher.function_name })
+      threshold          = var.alarms.publisher_iterator_age_threshold_ms
+      period             = var.alarms.period_seconds
+      evaluation_periods = 1
+      treat_missing_data = "notBreaching"
+    }
+    publisher_errors = {
+      description        = "The publisher ${local.publisher_name} failed invocations (errors, timeouts). Its stream mapping retries, bisects, and records what it gives up on in the on-failure queue."
+      namespace          = "AWS/Lambda"
+      metric_name        = "Errors"
+      statistic          = "Sum"
+      dimensions         = tomap({ FunctionName = aws_lambda_function.publisher.function_name })
+      threshold          = var.alarms.publisher_errors_threshold
+      period             = var.alarms.period_seconds
+      evaluation_periods = 1
+      treat_missing_data = "notBreaching"
+    }
+    sweeper_errors = {
+      description        = "The sweeper ${local.sweeper_name} failed invocations (errors, timeouts): pending outbox items are not being re-published."
+      namespace          = "AWS/Lambda"
+      metric_name        = "Errors"
+      statistic          = "Sum"
+      dimensions         = tomap({ FunctionName = try(aws_lambda_function.sweeper[0].function_name, "") })
+      threshold          = var.alarms.sweeper_errors_threshold
+      period             = var.alarms.period_seconds
+      evaluation_periods = 1
+      treat_missing_data = "notBreaching"
+    }
+    on_failure_queue_depth = {
+      description        = "The stream mapping of ${local.publisher_name} gave up on a batch: its record (shard and sequence numbers) is in ${local.on_failure_queue_name}. The outbox items stay in the table for the sweeper."
+      namespace          = "AWS/SQS"
+      metric_name        = "ApproximateNumberOfMessagesVisible"
+      statistic          = "Maximum"
+      dimensions         = tomap({ QueueName = aws_sqs_queue.on_failure.name })
+      threshold          = 0
+      period             = var.alarms.period_seconds
+      evaluation_periods = 1
+      treat_missing_data = "notBreaching"
+    }
+    event_bus_dlq_depth = {
+      description        = "The bus ${local.event_bus_name} could not encrypt or decrypt events with its customer key (key disabled, pending deletion, or no longer allowing events.amazonaws.com): they are in ${local.event_bus_dlq_name}, not on any rule, and their outbox items are already deleted. Fix the key, then put them back on the bus (README, Alarms runbook) within the queue's 14 days."
+      namespace          = "AWS/SQS"
+      metric_name        = "ApproximateNumberOfMessagesVisible"
+      statistic          = "Maximum"
+      dimensions         = tomap({ QueueName = try(aws_sqs_queue.event_bus_dlq[0].name, "") })
+      threshold          = 0
+      period             = var.alarms.period_seconds
+      evaluation_periods = 1
+      treat_missing_data = "notBreaching"
+    }
+    oldest_pending_item = {
+      description        = "An outbox item of ${local.table_name} has been pending longer than ${coalesce(local.oldest_pending_threshold_seconds, 0)} s (sweeper min age plus its interval), or the sweeper ${local.sweeper_name} stopped reporting (missing data breaches)."
+      namespace          = local.metrics_namespace
+      metric_name        = "OldestPendingAgeSeconds"
+      statistic          = "Maximum"
+      dimensions         = tomap({ service = try(aws_lambda_function.sweeper[0].environment[0].variables["POWERTOOLS_SERVICE_NAME"], "") })
+      threshold          = coalesce(local.oldest_pending_threshold_seconds, 0)
+      period             = local.oldest_pending_period_seconds
+      evaluation_periods = 2
+      treat_missing_data = "breaching"
+    }
   }
+
+  # Those of the metrics above whose alarm is on and whose resource exists.
+  metric_alarms = {
+    for key, alarm in local.alarm_metrics :
+    key => merge(alarm, { name = "${var.name}-${replace(key, "_", "-")}" }) if local.alarm_enabled[key] && local.alarm_metric_exists[key]
+  }
+  alarm_metric_exists = { for key in keys(local.alarm_metrics) : key => lookup(local.alarm_resource_exists, key, true) }
 
   # Alarms on a resource that only exists in some configurations.
   alarm_resource_exists = {
@@ -113,7 +119,7 @@ locals {
 
   # Per consumer, keyed "<alarm>/<consumer key>". Rules exist with publish_to =
   # "eventbridge" only; their metrics carry EventBusName except on the default bus.
-  consumer_rule_alarms = local.alarm_enabled["consumer_failed_invocations"] ? {
+  consumer_rule_metrics = {
     for key, rule in aws_cloudwatch_event_rule.consumer : "consumer_failed_invocations/${key}" => {
       name               = "${local.consumer_names[key]}-failed-invocations"
       description        = "EventBridge failed to deliver events of ${var.name} to the ${key} consumer's queue after its retries (they went to ${local.consumer_names[key]}-dlq)."
@@ -126,10 +132,10 @@ locals {
       evaluation_periods = 1
       treat_missing_data = "notBreaching"
     }
-  } : {}
+  }
 
-  consumer_dlq_alarms = merge(
-    local.alarm_enabled["consumer_dlq_depth"] ? {
+  consumer_dlq_metrics = merge(
+    {
       for key, dlq in aws_sqs_queue.consumer_dlq : "consumer_dlq_depth/${key}" => {
         name               = "${local.consumer_names[key]}-dlq-depth"
         description        = "Events for the ${key} consumer of ${var.name} are in its DLQ ${dlq.name}: its function failed them ${var.consumers[key].max_receive_count} times, or they could not be delivered. Fix the cause, then move them back to the queue."
@@ -142,8 +148,8 @@ locals {
         evaluation_periods = 1
         treat_missing_data = "notBreaching"
       }
-    } : {},
-    local.alarm_enabled["consumer_dlq_age"] ? {
+    },
+    {
       for key, dlq in aws_sqs_queue.consumer_dlq : "consumer_dlq_age/${key}" => {
         name               = "${local.consumer_names[key]}-dlq-age"
         description        = "The oldest message in ${dlq.name} (the ${key} consumer's DLQ) is older than ${var.alarms.consumer_dlq_age_threshold_seconds} s; SQS deletes it when it reaches the queue's 14-day retention."
@@ -156,14 +162,14 @@ locals {
         evaluation_periods = 1
         treat_missing_data = "notBreaching"
       }
-    } : {},
+    },
   )
 
   # The function consuming each queue, the module's reference consumer or the
   # caller's own: invocations that raised or timed out. The toolkit reports failed
   # messages as partial batch failures, which are not Errors; an error is the
   # whole batch back on the queue (the DLQ alarms fire only receives later).
-  consumer_function_alarms = local.alarm_enabled["consumer_errors"] ? {
+  consumer_function_metrics = {
     for key, c in var.consumers : "consumer_errors/${key}" => {
       name               = "${local.consumer_names[key]}-errors"
       description        = "The function consuming the ${key} queue of ${var.name} failed invocations (errors, timeouts): the whole batch goes back to ${local.consumer_names[key]} and, after ${c.max_receive_count} receives, to its DLQ."
@@ -176,7 +182,13 @@ locals {
       evaluation_periods = 1
       treat_missing_data = "notBreaching"
     }
-  } : {}
+  }
+
+  # The per-consumer alarms that are on, keyed "<alarm>/<consumer key>".
+  consumer_alarms = {
+    for key, alarm in merge(local.consumer_rule_metrics, local.consumer_dlq_metrics, local.consumer_function_metrics) :
+    key => alarm if local.alarm_enabled[split("/", key)[0]]
+  }
 
   # QuarantinedEvents of the publisher and of the sweeper (each has its own
   # Powertools service dimension), missing points read as 0.
@@ -207,9 +219,7 @@ check "alarms_notify_someone" {
 resource "aws_cloudwatch_metric_alarm" "this" {
   for_each = merge(
     local.metric_alarms,
-    local.consumer_rule_alarms,
-    local.consumer_dlq_alarms,
-    local.consumer_function_alarms,
+    local.consumer_alarms,
   )
 
   alarm_name        = each.value.name

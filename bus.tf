@@ -128,3 +128,27 @@ locals {
     : var.event_bus.create ? aws_cloudwatch_event_bus.this[0].name : local.event_bus_name
   )
 }
+
+################################################################################
+# Event archive
+################################################################################
+
+locals {
+  # Only on the bus the publisher uses (publish_to = "sns" has none): see
+  # docs/decisions.md for the retention default and its cost.
+  create_event_archive = !local.publish_to_sns && var.event_archive.enabled
+  event_archive_name   = var.name
+}
+
+# Keeps the events put on the bus for replay to one consumer's rule
+# (`outbox-ops replay`). EventBridge adds a managed rule that keeps replayed
+# events (they carry `replay-name`) out of the archive.
+resource "aws_cloudwatch_event_archive" "this" {
+  count = local.create_event_archive ? 1 : 0
+
+  name             = local.event_archive_name
+  description      = "Events of the ${var.name} outbox, kept ${var.event_archive.retention_days} days for replay to one consumer (outbox-ops replay)."
+  event_source_arn = local.event_bus_arn
+  event_pattern    = var.event_archive.event_pattern
+  retention_days   = var.event_archive.retention_days
+}

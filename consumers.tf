@@ -22,9 +22,14 @@ locals {
 
   # How long an event id is remembered: at least the toolkit's default of 7 days,
   # and never less than a duplicate can still arrive (the queue's retention plus
-  # EventBridge's retry window).
+  # EventBridge's retry window) or the archive can still replay it: a replay not
+  # asked to reprocess must find every event it carries already recorded.
   consumer_idempotency_expires_after_seconds = {
-    for key, c in var.consumers : key => max(604800, c.message_retention_seconds + c.maximum_event_age_in_seconds)
+    for key, c in var.consumers : key => max(
+      604800,
+      c.message_retention_seconds + c.maximum_event_age_in_seconds,
+      local.create_event_archive ? var.event_archive.retention_days * 86400 : 0,
+    )
   }
 
   # ARNs built from names, so that policies can name a queue before it exists: the

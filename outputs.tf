@@ -41,6 +41,16 @@ output "event_bus_dlq_arn" {
   value       = try(aws_sqs_queue.event_bus_dlq[0].arn, null)
 }
 
+output "event_archive_name" {
+  description = "Name of the EventBridge archive of the bus's events (`outbox-ops replay --archive`); null when event_archive.enabled is false or with publish_to = \"sns\"."
+  value       = try(aws_cloudwatch_event_archive.this[0].name, null)
+}
+
+output "event_archive_arn" {
+  description = "ARN of the EventBridge archive of the bus's events; null when there is none."
+  value       = try(aws_cloudwatch_event_archive.this[0].arn, null)
+}
+
 ################################################################################
 # Publisher
 ################################################################################
@@ -216,4 +226,18 @@ output "alarm_arns" {
     { for key, alarm in aws_cloudwatch_metric_alarm.this : key => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.quarantined_events : "quarantined_events" => alarm.arn },
   )
+}
+
+################################################################################
+# Dashboard
+################################################################################
+
+output "dashboard_name" {
+  description = "Name of the CloudWatch dashboard of the outbox's flow (`<name>-outbox`); null when dashboard.enabled is false."
+  value       = try(aws_cloudwatch_dashboard.this[0].dashboard_name, null)
+}
+
+output "dashboard_arn" {
+  description = "ARN of the CloudWatch dashboard; null when dashboard.enabled is false."
+  value       = try(aws_cloudwatch_dashboard.this[0].dashboard_arn, null)
 }

@@ -440,6 +440,61 @@ variable "stream_mapping" {
 }
 
 ################################################################################
+# Event archive
+################################################################################
+
+variable "event_archive" {
+  description = <<-EOT
+    An EventBridge archive of the events put on the bus, for `outbox-ops replay` (replay to one
+    consumer's rule). Not created with publish_to = "sns".
+    - `enabled`: default true.
+    - `retention_days`: how long events are kept, 1 to 365 days, default 7 (docs/decisions.md:
+      the consumers' idempotency records are kept at least as long, so that a replay can never
+      re-apply an event by accident; the cost is about $0.10 per GB archived).
+    - `event_pattern`: which events to keep (JSON); null keeps every event on the bus. Set it
+      on a bus other applications share, e.g. jsonencode({ source = ["orders"] }).
+  EOT
+  type = object({
+    enabled        = optional(bool, true)
+    retention_days = optional(number, 7)
+    event_pattern  = optional(string)
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = var.event_archive.retention_days >= 1 && var.event_archive.retention_days <= 365 && floor(var.event_archive.retention_days) == var.event_archive.retention_days
+    error_message = "The event_archive.retention_days must be a whole number of days from 1 to 365 (0, keeping events forever, is not allowed: the consumers' idempotency records must outlive every archived event)."
+  }
+
+  validation {
+    condition     = var.event_archive.event_pattern == null ? true : try(length(keys(jsondecode(var.event_archive.event_pattern))) > 0, false)
+    error_message = "The event_archive.event_pattern must be null or a non-empty JSON object, e.g. jsonencode({ source = [\"orders\"] })."
+  }
+}
+
+################################################################################
+# Dashboard
+################################################################################
+
+variable "dashboard" {
+  description = <<-EOT
+    A CloudWatch dashboard `<name>-outbox` drawing the flow in the order events travel: writes,
+    stream iterator age, published, quarantined, oldest pending age, sweeper recoveries, then
+    per consumer processed / failed / duplicates, queue age and DLQ depth. Built from the same
+    metric definitions as the alarms, with each alarm's threshold drawn on its metric. A
+    caller's toolkit function is drawn under Powertools `service` = its consumer key (what the
+    toolkit uses when POWERTOOLS_SERVICE_NAME is unset).
+    - `enabled`: default true.
+  EOT
+  type = object({
+    enabled = optional(bool, true)
+  })
+  default  = {}
+  nullable = false
+}
+
+################################################################################
 # Consumers
 ################################################################################
 

@@ -112,3 +112,18 @@ output "layer_arn" {
   description = "The dynamodb_outbox layer."
   value       = module.outbox.layer_arn
 }
+
+output "event_archive_name" {
+  description = "The archive of the bus's events (outbox-ops replay)."
+  value       = module.outbox.event_archive_name
+}
+
+output "event_archive_arn" {
+  description = "ARN of the archive."
+  value       = module.outbox.event_archive_arn
+}
+
+output "dashboard_name" {
+  description = "The outbox's CloudWatch dashboard."
+  value       = module.outbox.dashboard_name
+}

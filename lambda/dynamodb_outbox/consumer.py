@@ -20,7 +20,10 @@ event" into a Lambda handler that:
   idempotency on DynamoDB: a redelivered event is skipped (success), a failed
   attempt leaves no record (Powertools deletes it) so the retry runs, and an
   event another invocation is still processing fails here so it comes back
-  later instead of running twice concurrently.
+  later instead of running twice concurrently;
+* treats an event replayed from the bus's archive like any redelivery (skipped
+  when done), except when the replay's name asks this consumer to reprocess
+  it: then once more per such replay (:mod:`dynamodb_outbox.replays`).
 
 "Once" has one gap no consumer-side library can close: if the function
 succeeds but saving the COMPLETED record then fails, the message comes back and
@@ -58,6 +61,7 @@ import functools
 import inspect
 import json
 import os
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, TypeVar, overload
@@ -79,6 +83,8 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+from dynamodb_outbox.event_ids import event_id_milliseconds
+from dynamodb_outbox.replays import is_reprocess_for, replay_name_of
 
 # Same namespace as the publisher, so one dashboard holds the whole pipeline.
 from dynamodb_outbox.settings import DEFAULT_METRICS_NAMESPACE
@@ -381,7 +387,15 @@ def process_sqs_batch(
                 )
                 break
             outcome = _process_record(
-                message_id, record, run_one, persistence_store, config, key_prefix, log, parse_float
+                message_id,
+                record,
+                run_one,
+                persistence_store,
+                config,
+                key_prefix,
+                log,
+                parse_float,
+                consumer_name=consumer_name,
             )
             outcomes[outcome] += 1
             if outcome is not _Outcome.FAILED:
@@ -486,6 +500,8 @@ def _process_record(
     key_prefix: str,
     log: Logger,
     parse_float: Callable[[str], Any],
+    *,
+    consumer_name: str,
 ) -> _Outcome:
     attributes = record.get("attributes")
     receive_count = (
@@ -505,12 +521,35 @@ def _process_record(
         )
         return _Outcome.FAILED
 
+    # A replayed event is deduplicated by its id like any other, unless the
+    # operator asked this consumer to reprocess it (dynamodb_outbox.replays).
+    replay = replay_name_of(record.get("body"))
+    reprocess = is_reprocess_for(replay, consumer_name)
+    if replay and not reprocess and _older_than(envelope.id, config.expires_after_seconds):
+        # Its record, if it was processed, may have expired: running it could
+        # apply it twice. Only a replay asked to reprocess may run it.
+        log.warning(
+            "replayed event is older than the idempotency window, so whether it was "
+            "processed is no longer known: skipped (a replay asked to reprocess runs it)",
+            extra={"message_id": message_id, "event_id": envelope.id, "replay_name": replay},
+        )
+        return _Outcome.DUPLICATE
+
     # Every line logged for this record, the toolkit's and the function's own
     # through the same Logger, carries the ids that join it to the producer's
     # request and trace. Thread-safe keys: concurrent batches each see their own record.
     with _record_log_keys(log, **producer_log_keys(envelope)):
         return _process_envelope(
-            message_id, receive_count, envelope, process_one, store, config, key_prefix, log
+            message_id,
+            receive_count,
+            envelope,
+            process_one,
+            store,
+            config,
+            key_prefix,
+            log,
+            replay=replay,
+            reprocess=reprocess,
         )
 
 
@@ -528,6 +567,14 @@ def producer_log_keys(envelope: Envelope) -> dict[str, str | None]:
         "trace_id": trace.xray_trace_id if trace else None,
         "traceparent": envelope.traceparent,
     }
+
+
+def _older_than(event_id: str, seconds: int) -> bool:
+    try:
+        made = event_id_milliseconds(event_id) / 1000
+    except ValueError:
+        return True  # no time to tell by: the safe answer
+    return made < time.time() - seconds
 
 
 @contextlib.contextmanager
@@ -557,6 +604,9 @@ def _process_envelope(
     config: IdempotencyConfig,
     key_prefix: str,
     log: Logger,
+    *,
+    replay: str | None = None,
+    reprocess: bool = False,
 ) -> _Outcome:
     fields = {
         "message_id": message_id,
@@ -564,6 +614,14 @@ def _process_envelope(
         "event_type": envelope.type,
         "receive_count": receive_count,
     }
+    payload = envelope.to_dict()
+    if replay:
+        fields["replay_name"] = replay
+    if reprocess:
+        # Its own record per replay: once more than before, once however often
+        # this replay delivers it.
+        payload[IDEMPOTENCY_EVENT_KEY] = f"{envelope.id}#{replay}"
+        log.info("replayed event to be reprocessed, as the replay's name asks", extra=fields)
     ran = False
 
     def run() -> None:
@@ -574,7 +632,7 @@ def _process_envelope(
     try:
         IdempotencyHandler(
             function=run,
-            function_payload=envelope.to_dict(),
+            function_payload=payload,
             config=config,
             persistence_store=store,
             key_prefix=key_prefix,

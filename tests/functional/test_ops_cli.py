@@ -105,7 +105,7 @@ def item(table: OutboxTable, sk: str, pk: str = PK) -> dict[str, Any] | None:
 
 
 def test_every_command_has_help(ops: Callable[..., Run]) -> None:
-    for command in ([], ["pending"], ["replay-failures"], ["redrive"], ["release"]):
+    for command in ([], ["pending"], ["replay-failures"], ["replay"], ["redrive"], ["release"]):
         run = ops(*command, "--help", table=False)
         assert run.code == 0
         assert "usage: outbox-ops" in run.out

@@ -718,10 +718,11 @@ run "sns_replaces_the_bus_with_a_topic_and_subscriptions" {
     condition = (
       length(aws_cloudwatch_event_bus.this) == 0 && length(data.aws_cloudwatch_event_bus.existing) == 0
       && length(aws_cloudwatch_event_rule.consumer) == 0 && length(aws_cloudwatch_event_target.consumer) == 0
+      && length(aws_cloudwatch_event_archive.this) == 0 && output.event_archive_name == null
       && output.event_bus_name == null && output.event_bus_arn == null
       && output.sns_topic_arn == aws_sns_topic.this[0].arn
     )
-    error_message = "With publish_to = sns no bus is created or read, and no rules."
+    error_message = "With publish_to = sns no bus is created or read, and no rules or archive."
   }
 
   assert {
@@ -920,6 +921,119 @@ run "no_consumers_means_no_consumer_resources" {
 ################################################################################
 # Validation: one bad value per run, so a run passes only if that rule fires
 ################################################################################
+
+################################################################################
+# Event archive and dashboard
+################################################################################
+
+run "archive_keeps_the_bus_events_7_days_and_idempotency_records_outlive_them" {
+  command = plan
+
+  variables {
+    event_archive = { retention_days = 30 }
+  }
+
+  assert {
+    condition = (
+      aws_cloudwatch_event_archive.this[0].name == "orders-outbox"
+      && aws_cloudwatch_event_archive.this[0].event_source_arn == aws_cloudwatch_event_bus.this[0].arn
+      && aws_cloudwatch_event_archive.this[0].retention_days == 30
+      && aws_cloudwatch_event_archive.this[0].event_pattern == null
+    )
+    error_message = "The archive keeps every event of the module's bus for event_archive.retention_days."
+  }
+
+  assert {
+    condition     = aws_lambda_function.consumer["audit"].environment[0].variables["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == "2592000"
+    error_message = "Idempotency records must be kept as long as the archive keeps events (30 days), or a replay re-applies events whose record expired."
+  }
+}
+
+run "dashboard_draws_the_flow_in_order_from_the_alarm_definitions" {
+  command = plan
+
+  variables {
+    alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"], disabled = ["consumer_dlq_depth"] }
+  }
+
+  assert {
+    condition = [for w in jsondecode(aws_cloudwatch_dashboard.this[0].dashboard_body).widgets : w.properties.title] == [
+      "1. Writes: TransactWriteItems on orders-outbox",
+      "2. Stream: publisher iterator age (ms)",
+      "3. Published",
+      "4. Quarantined (publisher + sweeper)",
+      "5. Oldest pending outbox item (s)",
+      "6. Sweeper recoveries",
+      "7. Stream batches given up (on-failure queue)",
+      "audit: processed / failed / duplicates",
+      "audit: queue age (s)",
+      "audit: DLQ depth",
+      "billing: processed / failed / duplicates",
+      "billing: queue age (s)",
+      "billing: DLQ depth",
+    ]
+    error_message = "The dashboard draws writes, stream, publishing, quarantine, pending age and sweeper, then each consumer, in that order."
+  }
+
+  assert {
+    condition = (
+      jsondecode(aws_cloudwatch_dashboard.this[0].dashboard_body).widgets[1].properties.metrics == [
+        ["AWS/Lambda", "IteratorAge", "FunctionName", "orders-outbox-publisher", { stat = "Maximum", label = "IteratorAge" }],
+      ]
+      && jsondecode(aws_cloudwatch_dashboard.this[0].dashboard_body).widgets[1].properties.annotations.horizontal == [
+        { label = "alarm publisher_iterator_age", value = 60000 },
+      ]
+    )
+    error_message = "The iterator age widget draws the alarm's metric, with its threshold."
+  }
+
+  assert {
+    condition = (
+      jsondecode(aws_cloudwatch_dashboard.this[0].dashboard_body).widgets[9].properties.metrics == [
+        ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "orders-outbox-audit-consumer-dlq", { stat = "Maximum", label = "messages" }],
+      ]
+      && jsondecode(aws_cloudwatch_dashboard.this[0].dashboard_body).widgets[9].properties.annotations.horizontal == []
+    )
+    error_message = "A consumer's DLQ depth is drawn even with its alarm off, without a threshold."
+  }
+
+  assert {
+    condition = [for m in jsondecode(aws_cloudwatch_dashboard.this[0].dashboard_body).widgets[7].properties.metrics : m[3]] == [
+      "orders-outbox-audit", "orders-outbox-audit", "orders-outbox-audit",
+    ]
+    error_message = "The reference consumer's counts are drawn under its Powertools service."
+  }
+}
+
+run "archive_and_dashboard_can_be_turned_off" {
+  command = plan
+
+  variables {
+    event_archive = { enabled = false }
+    dashboard     = { enabled = false }
+  }
+
+  assert {
+    condition = (
+      length(aws_cloudwatch_event_archive.this) == 0
+      && length(aws_cloudwatch_dashboard.this) == 0
+      && output.event_archive_name == null
+      && output.dashboard_name == null
+      && aws_lambda_function.consumer["audit"].environment[0].variables["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == "604800"
+    )
+    error_message = "enabled = false creates no archive and no dashboard."
+  }
+}
+
+run "event_archive_retention_0_is_rejected" {
+  command = plan
+
+  variables {
+    event_archive = { retention_days = 0 }
+  }
+
+  expect_failures = [var.event_archive]
+}
 
 run "consumer_key_with_uppercase_is_rejected" {
   command = plan

@@ -492,6 +492,165 @@ def test_event_put_on_the_bus_reaches_the_consumer_queue_and_others_do_not(
     assert parse_body(messages[0]["Body"]) == envelope
 
 
+def test_archive_keeps_the_bus_events_7_days_for_replay(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any]
+) -> None:
+    archive = aws_client("events").describe_archive(ArchiveName=outputs["event_archive_name"])
+
+    assert archive["ArchiveArn"] == outputs["event_archive_arn"]
+    assert archive["EventSourceArn"] == outputs["event_bus_arn"]
+    assert archive["RetentionDays"] == 7
+    assert archive["State"] == "ENABLED"
+
+
+# Metrics AWS documents for the namespaces the dashboard draws from, with the
+# dimensions it uses them with (AWS docs: "Lambda function metrics", "Available
+# CloudWatch metrics for Amazon SQS", "DynamoDB Metrics and dimensions").
+AWS_METRICS: dict[str, tuple[set[str], set[str]]] = {
+    "AWS/Lambda": (
+        {"Invocations", "Errors", "Throttles", "Duration", "IteratorAge"},
+        {"FunctionName"},
+    ),
+    "AWS/SQS": (
+        {
+            "ApproximateAgeOfOldestMessage",
+            "ApproximateNumberOfMessagesDelayed",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesVisible",
+            "NumberOfMessagesDeleted",
+            "NumberOfMessagesReceived",
+            "NumberOfMessagesSent",
+        },
+        {"QueueName"},
+    ),
+    "AWS/DynamoDB": (
+        {"SuccessfulRequestLatency", "ConsumedWriteCapacityUnits", "TransactionConflict"},
+        {"TableName", "Operation"},
+    ),
+    "AWS/Events": (
+        {"FailedInvocations", "Invocations", "MatchedEvents"},
+        {"RuleName", "EventBusName"},
+    ),
+}
+
+
+class _Recorder:
+    """Stands in for Powertools Metrics: collects the names the code adds."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def add_metric(self, name: str, *args: Any, **kwargs: Any) -> None:
+        self.names.add(name)
+
+
+def emitted_metric_names() -> set[str]:
+    """Every metric name lambda/dynamodb_outbox emits, from the code that emits them."""
+    from dynamodb_outbox import consumer, publisher, sweeper
+    from dynamodb_outbox.publishing import PublishResult
+
+    recorder = _Recorder()
+    publisher.record_metrics(PublishResult(), recorder)
+    sweeper.record_metrics(sweeper.SweepResult(), recorder, "PutEvents")
+    return recorder.names | {
+        consumer.METRIC_PROCESSED,
+        consumer.METRIC_FAILED,
+        consumer.METRIC_DUPLICATE,
+        consumer.METRIC_UNATTEMPTED,
+    }
+
+
+def dashboard_metrics(body: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
+    """(namespace, metric, dimensions) of every metric line of every widget."""
+    found = []
+    for widget in body["widgets"]:
+        for line in widget["properties"]["metrics"]:
+            names = [part for part in line if isinstance(part, str)]
+            namespace, metric, dimension_pairs = names[0], names[1], names[2:]
+            found.append(
+                (
+                    namespace,
+                    metric,
+                    dict(zip(dimension_pairs[::2], dimension_pairs[1::2], strict=True)),
+                )
+            )
+    return found
+
+
+def test_dashboard_draws_the_flow_in_order(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any]
+) -> None:
+    body = json.loads(
+        aws_client("cloudwatch").get_dashboard(DashboardName=outputs["dashboard_name"])[
+            "DashboardBody"
+        ]
+    )
+
+    titles = [widget["properties"]["title"] for widget in body["widgets"]]
+    assert titles == [
+        f"1. Writes: TransactWriteItems on {outputs['table_name']}",
+        "2. Stream: publisher iterator age (ms)",
+        "3. Published",
+        "4. Quarantined (publisher + sweeper)",
+        "5. Oldest pending outbox item (s)",
+        "6. Sweeper recoveries",
+        "7. Stream batches given up (on-failure queue)",
+        f"{CONSUMER}: processed / failed / duplicates",
+        f"{CONSUMER}: queue age (s)",
+        f"{CONSUMER}: DLQ depth",
+    ]
+    assert [(w["x"], w["y"]) for w in body["widgets"][:4]] == [(0, 0), (6, 0), (12, 0), (18, 0)]
+
+
+def test_every_dashboard_metric_is_emitted_by_the_code_or_documented_by_aws_on_stack_resources(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any], consumer: dict[str, Any]
+) -> None:
+    body = json.loads(
+        aws_client("cloudwatch").get_dashboard(DashboardName=outputs["dashboard_name"])[
+            "DashboardBody"
+        ]
+    )
+    lambda_client = aws_client("lambda")
+    services = {
+        lambda_client.get_function_configuration(FunctionName=name)["Environment"]["Variables"][
+            "POWERTOOLS_SERVICE_NAME"
+        ]
+        for name in [
+            outputs["publisher_function_name"],
+            consumer["function_name"],
+            outputs["sweeper_log_group_name"].removeprefix("/aws/lambda/"),
+        ]
+    }
+    queues = {
+        url.rsplit("/", 1)[1]
+        for url in [consumer["queue_url"], consumer["dlq_url"], outputs["on_failure_queue_url"]]
+    }
+    emitted = emitted_metric_names()
+
+    metrics = dashboard_metrics(body)
+
+    assert len(metrics) >= 12, metrics
+    for namespace, metric, dimensions in metrics:
+        if namespace == "DynamoDBOutbox":
+            assert metric in emitted, (metric, sorted(emitted))
+            assert dimensions.keys() == {"service"} and dimensions["service"] in services, (
+                dimensions
+            )
+            continue
+        names, dimension_names = AWS_METRICS[namespace]
+        assert metric in names, (namespace, metric)
+        assert dimensions.keys() <= dimension_names, (namespace, dimensions)
+        if "FunctionName" in dimensions:
+            assert dimensions["FunctionName"] == outputs["publisher_function_name"]
+        if "QueueName" in dimensions:
+            assert dimensions["QueueName"] in queues, dimensions
+        if "TableName" in dimensions:
+            assert dimensions == {
+                "TableName": outputs["table_name"],
+                "Operation": "TransactWriteItems",
+            }
+
+
 def test_second_plan_has_no_changes(local_stack: Any, tf_cli_config: Path) -> None:
     """The applied stack matches its configuration: no perpetual diff from the module."""
     runner = local_stack.terraform

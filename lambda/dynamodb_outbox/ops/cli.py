@@ -4,6 +4,7 @@ Global options may come before or after the command::
 
     outbox-ops --table orders pending
     outbox-ops replay-failures --table orders --queue-url https://... --bus-name orders --dry-run
+    outbox-ops replay --name orders --consumer billing --from 2026-12-01T08:00Z --to 2026-12-01T09Z
 
 Exit codes: 0 done (or nothing to do), 1 AWS refused or failed (missing table,
 queue, permission...), 2 bad input, 3 ran but left work for a re-run.
@@ -23,7 +24,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS
-from dynamodb_outbox.ops import pending, redrive, release, replay
+from dynamodb_outbox.ops import pending, redrive, release, replay, replay_archive
 from dynamodb_outbox.ops.common import (
     EXIT_AWS_ERROR,
     EXIT_BAD_INPUT,
@@ -133,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     _global_options(common, suppress=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (pending, replay, redrive, release):
+    for module in (pending, replay, replay_archive, redrive, release):
         module.add_parser(subparsers, [common])
     return parser
 
@@ -183,6 +184,12 @@ def _explain_missing_index(exc: BaseException, ctx: Context | None) -> str | Non
     )
 
 
+def _progress(line: str, err: IO[str]) -> None:
+    # While a command waits (a replay): the report itself comes at the end, on stdout.
+    err.write(line + "\n")
+    err.flush()
+
+
 def _emit(report: Report, as_json: bool, out: IO[str]) -> None:
     if as_json:
         out.write(json.dumps(report.data, indent=2, sort_keys=True, default=str) + "\n")
@@ -216,7 +223,7 @@ def main(
     ctx: Context | None = None
     resource = getattr(args, "queue_url", None) or getattr(args, "dlq_arn", None)
     try:
-        if not args.table:
+        if not args.table and getattr(args, "needs_table", True):
             raise OpsError(f"pass --table or set {ENV_TABLE_NAME}", EXIT_BAD_INPUT)
         if not 1 <= args.pending_shards <= 100:
             raise OpsError(
@@ -231,7 +238,7 @@ def main(
             factory = client_factory
             region = args.region or str(factory("dynamodb").meta.region_name)
         ctx = Context(
-            table=args.table,
+            table=args.table or "",
             region=region,
             dry_run=args.dry_run,
             pending_index=args.pending_index,
@@ -239,6 +246,7 @@ def main(
             make_client=factory,
             now=now(),
             table_keys=table_keys,
+            progress=lambda line: _progress(line, err),
         )
         report: Report = args.run(ctx, args)
     except OpsError as exc:

@@ -109,6 +109,8 @@ class Context:
     make_client: ClientFactory
     now: datetime
     table_keys: TableKeys = DEFAULT_TABLE_KEYS
+    #: Where a command that waits reports how far it got (stderr; the report is stdout).
+    progress: Callable[[str], None] = field(default=lambda line: None)
     _clients: dict[str, Any] = field(default_factory=dict)
 
     def client(self, service: str) -> Any:
@@ -176,7 +178,13 @@ def _service_of(exc: ClientError) -> str:
     operation = exc.operation_name or ""
     if operation in dynamodb_ops:
         return "dynamodb"
-    if operation in {"PutEvents"}:
+    if operation in {
+        "PutEvents",
+        "DescribeArchive",
+        "DescribeRule",
+        "StartReplay",
+        "DescribeReplay",
+    }:
         return "events"
     if operation in {"PublishBatch", "Publish"}:
         return "sns"
