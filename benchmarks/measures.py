@@ -22,6 +22,7 @@ from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.writer import item_size, serialize_item
+from tests.support.moto_tables import create_outbox_table
 
 ROOT = Path(__file__).resolve().parent.parent
 ZIP_PATH = ROOT / "package" / "dynamodb_outbox.zip"
@@ -39,7 +40,7 @@ class _Stack:
 
     def __init__(self) -> None:
         self.setup_dynamodb, setup_events = emulator.clients()
-        emulator.create_outbox_table(self.setup_dynamodb)
+        create_outbox_table(self.setup_dynamodb, TABLE_NAME)
         emulator.create_bus(setup_events)
         self.dynamodb, self.events = emulator.clients()
         self.counter = CallCounter().attach(self.dynamodb, self.events)

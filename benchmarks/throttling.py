@@ -32,6 +32,7 @@ from dynamodb_outbox.local.responses import judge_response
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import RetryPolicy
 from dynamodb_outbox.sinks import EventBridgeSink
+from tests.support.moto_tables import create_outbox_table
 
 EVENTS = 1_000
 TIMEOUT_SECONDS = 60.0
@@ -130,7 +131,7 @@ def _run(
 ) -> dict[str, Any]:
     with emulator.emulator():
         setup_dynamodb, setup_events = emulator.clients()
-        emulator.create_outbox_table(setup_dynamodb)
+        create_outbox_table(setup_dynamodb, TABLE_NAME)
         emulator.create_bus(setup_events)
         dynamodb, events_client = emulator.clients()
         counter = CallCounter().attach(dynamodb)

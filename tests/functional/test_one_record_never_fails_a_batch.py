@@ -32,16 +32,10 @@ from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter
 from tests.factories import make_envelope, sequence_numbers, stream_record
 from tests.functional.conftest import PENDING_INDEX, EventBus, OutboxTable
-from tests.functional.consumer_fixtures import (
-    IDEMPOTENCY_TABLE,
-    FakeLambdaContext,
-    create_idempotency_table,
-    eventbridge_body,
-    failure_ids,
-    sqs_event,
-    sqs_record,
-)
-from tests.functional.outbox_helpers import client_error
+from tests.functional.consumer_fixtures import eventbridge_body, failure_ids, sqs_event, sqs_record
+from tests.support.aws_errors import client_error
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 PK = "ORDER#1001"
 OVERFLOWING_TIME = "0001-01-01T00:00:00+01:00"

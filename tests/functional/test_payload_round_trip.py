@@ -18,14 +18,10 @@ from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.sinks import PUBLISH_TO_SNS, SnsSink
 from dynamodb_outbox.writer import OutboxWriter
 from tests.factories import REGION, SOURCE, sequence_numbers, stream_record
-from tests.functional.consumer_fixtures import (
-    IDEMPOTENCY_TABLE,
-    FakeLambdaContext,
-    create_idempotency_table,
-    sqs_event,
-    sqs_record,
-)
+from tests.functional.consumer_fixtures import sqs_event, sqs_record
 from tests.functional.outbox_helpers import FIXED_NOW
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 if TYPE_CHECKING:
     from tests.functional.conftest import OutboxTable, SnsTopic

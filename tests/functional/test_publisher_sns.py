@@ -23,13 +23,13 @@ from tests.factories import outbox_stream_record, sequence_numbers, stream_event
 from tests.functional.outbox_helpers import (
     FIXED_NOW,
     PK,
-    FakeLambdaContext,
     RecordingSns,
     assert_quarantined,
-    client_error,
     outbox_sort_keys,
     write_outbox,
 )
+from tests.support.aws_errors import client_error
+from tests.support.lambda_context import FakeLambdaContext
 
 if TYPE_CHECKING:
     from tests.functional.conftest import OutboxTable, SnsTopic

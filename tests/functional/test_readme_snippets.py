@@ -9,6 +9,8 @@ from typing import Any
 import boto3
 import pytest
 
+from tests.support.moto_tables import create_outbox_table
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -24,19 +26,7 @@ def producer_blocks() -> list[str]:
 
 
 def create_orders_table() -> None:
-    client = boto3.client("dynamodb")
-    client.create_table(
-        TableName="orders",
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "PK", "AttributeType": "S"},
-            {"AttributeName": "SK", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-    )
+    create_outbox_table(boto3.client("dynamodb"), "orders", stream=None)
 
 
 def test_the_producer_snippets_run_against_an_orders_table(aws: None, capsys: Any) -> None:
@@ -91,7 +81,7 @@ def test_the_testing_snippet_drives_the_readme_consumer_with_built_records(
     aws: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN the README's writer and consumer, with their tables
-    from tests.functional.consumer_fixtures import create_idempotency_table
+    from tests.support.moto_tables import create_idempotency_table
 
     create_orders_table()
     monkeypatch.setenv(

@@ -37,14 +37,14 @@ from tests.functional.outbox_helpers import (
     FIXED_NOW_ISO,
     PK,
     CountingDynamoDB,
-    FakeLambdaContext,
     RecordingEvents,
     assert_quarantined,
-    client_error,
     outbox_sort_keys,
     ulid_at,
     write_outbox,
 )
+from tests.support.aws_errors import client_error
+from tests.support.lambda_context import FakeLambdaContext
 
 if TYPE_CHECKING:
     from tests.functional.conftest import EventBus, OutboxTable, SnsTopic

@@ -36,13 +36,7 @@ from dynamodb_outbox.writer import (
     put_action,
 )
 from tests.factories import make_envelope, sequence_numbers, stream_record
-from tests.functional.consumer_fixtures import (
-    FakeLambdaContext,
-    create_idempotency_table,
-    eventbridge_body,
-    sqs_event,
-    sqs_record,
-)
+from tests.functional.consumer_fixtures import eventbridge_body, sqs_event, sqs_record
 from tests.reliability.pipeline import (
     CONSUMER,
     IDEMPOTENCY_TABLE,
@@ -52,6 +46,8 @@ from tests.reliability.pipeline import (
     aws_environment,
     pipeline,
 )
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.moto_tables import create_idempotency_table
 
 PK = "ORDER#1001"
 BIG = 300 * 1024  # over the 256 KB bus limit

@@ -45,7 +45,7 @@ from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter, TransactionCancelled
 from tests.factories import sequence_numbers, stream_record
-from tests.functional.consumer_fixtures import FakeLambdaContext, sqs_event, sqs_record
+from tests.functional.consumer_fixtures import sqs_event, sqs_record
 from tests.reliability.generated import (
     EXAMPLES,
     GENERATED,
@@ -65,6 +65,7 @@ from tests.reliability.strategies import (
     record_shapes,
     sqs_junk_bodies,
 )
+from tests.support.lambda_context import FakeLambdaContext
 
 #: Junk outbox ids are made an hour back: old enough for any sweep.
 _HOUR_MS = 3_600_000
