@@ -19,6 +19,7 @@ from benchmarks.emulator import BUS_NAME, TABLE_NAME, CallCounter, Latency
 from benchmarks.overlapped import publish_stream_batch_sequential
 from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, outbox_item
 from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.writer import item_size, serialize_item
@@ -49,7 +50,10 @@ class _Stack:
 
     def ours(self, records: list[dict[str, Any]]) -> Any:
         return publish_stream_batch(
-            records, sink=self.sink, table_name=TABLE_NAME, dynamodb_client=self.dynamodb
+            records,
+            PublishDependencies(
+                sink=self.sink, table_name=TABLE_NAME, dynamodb_client=self.dynamodb
+            ),
         )
 
     def sequential(self, records: list[dict[str, Any]]) -> Any:
@@ -165,7 +169,8 @@ def cpu_per_1000_without_emulator(repetitions: int = 5, batch_size: int = 100) -
 
         def ours(records: list[dict[str, Any]]) -> Any:
             return publish_stream_batch(
-                records, sink=sink, table_name=TABLE_NAME, dynamodb_client=dynamodb
+                records,
+                PublishDependencies(sink=sink, table_name=TABLE_NAME, dynamodb_client=dynamodb),
             )
 
         def baseline(records: list[dict[str, Any]]) -> Any:
@@ -255,9 +260,9 @@ def sweeper_reads(entities: int = 5000, pending: int = 100) -> dict[str, Any]:
 
         sweep_meter = _ReadMeter(stack.dynamodb)
         result = sweep(
-            sink=stack.sink,
-            table_name=TABLE_NAME,
-            dynamodb_client=stack.dynamodb,
+            PublishDependencies(
+                sink=stack.sink, table_name=TABLE_NAME, dynamodb_client=stack.dynamodb
+            ),
             min_age_seconds=0,
             shards=DEFAULT_PENDING_SHARDS,
         )

@@ -30,7 +30,7 @@ from benchmarks.emulator import BUS_NAME, TABLE_NAME, CallCounter
 from benchmarks.seed_publisher import publicar_outbox
 from dynamodb_outbox.local.responses import judge_response
 from dynamodb_outbox.publisher import publish_stream_batch
-from dynamodb_outbox.publishing import RetryPolicy
+from dynamodb_outbox.publishing import PublishDependencies, RetryPolicy
 from dynamodb_outbox.sinks import EventBridgeSink
 from tests.support.moto_tables import create_outbox_table
 
@@ -146,12 +146,14 @@ def _run(
             started = clock.now
             return publish_stream_batch(
                 records,  # type: ignore[arg-type]
-                sink=EventBridgeSink(events, BUS_NAME),
-                table_name=TABLE_NAME,
-                dynamodb_client=dynamodb,
-                sleep=clock.sleep,
+                PublishDependencies(
+                    sink=EventBridgeSink(events, BUS_NAME),
+                    table_name=TABLE_NAME,
+                    dynamodb_client=dynamodb,
+                    sleep=clock.sleep,
+                    retry=RetryPolicy(jitter=rng.random),
+                ),
                 time_left=lambda: TIMEOUT_SECONDS - (clock.now - started),
-                retry=RetryPolicy(jitter=rng.random),
             ).response()
 
         def seed(records: list[dict[str, Any]]) -> Any:

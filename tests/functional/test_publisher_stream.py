@@ -27,7 +27,7 @@ from dynamodb_outbox.envelope import (
 )
 from dynamodb_outbox.log_keys import key_digest
 from dynamodb_outbox.publisher import MissingSequenceNumber, publish_stream_batch
-from dynamodb_outbox.publishing import PublishResult, RetryPolicy
+from dynamodb_outbox.publishing import PublishDependencies, PublishResult, RetryPolicy
 from dynamodb_outbox.sinks import PUT_EVENTS_MAX_REQUEST_BYTES, EventBridgeSink
 from tests.factories import (
     REGION,
@@ -123,14 +123,16 @@ def run_publisher(
 
     result = publish_stream_batch(
         records,  # type: ignore[arg-type]
-        sink=EventBridgeSink(events, bus.name),
-        table_name=table.name,
-        dynamodb_client=dynamodb or table.client,
-        sleep=sleep,
-        clock=lambda: FIXED_NOW,
-        delete_retries=delete_retries,
-        # The full-jitter draw at its top, so the waits are known.
-        retry=RetryPolicy(jitter=lambda: 1.0),
+        PublishDependencies(
+            sink=EventBridgeSink(events, bus.name),
+            table_name=table.name,
+            dynamodb_client=dynamodb or table.client,
+            sleep=sleep,
+            clock=lambda: FIXED_NOW,
+            delete_retries=delete_retries,
+            # The full-jitter draw at its top, so the waits are known.
+            retry=RetryPolicy(jitter=lambda: 1.0),
+        ),
     )
     caller = threading.current_thread().name
     return Run(

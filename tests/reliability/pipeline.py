@@ -50,6 +50,7 @@ from dynamodb_outbox.local import (
     stream_records_follow,
 )
 from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.reference_consumer import build_handler
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import SweepResult, sweep
@@ -398,12 +399,14 @@ class Pipeline:
             try:
                 result = publish_stream_batch(
                     event["Records"],
-                    sink=self.sink,
-                    table_name=TABLE,
-                    dynamodb_client=self.table_client,
-                    # Retries wait on the virtual clock, within the invocation's time.
-                    sleep=self.clock.advance,
-                    clock=self.clock.now_datetime,
+                    PublishDependencies(
+                        sink=self.sink,
+                        table_name=TABLE,
+                        dynamodb_client=self.table_client,
+                        # Retries wait on the virtual clock, within the invocation's time.
+                        sleep=self.clock.advance,
+                        clock=self.clock.now_datetime,
+                    ),
                     time_left=lambda: context.get_remaining_time_in_millis() / 1000,
                 )
             finally:
@@ -430,13 +433,15 @@ class Pipeline:
         try:
             self.sweeps.append(
                 sweep(
-                    sink=self.sink,
-                    table_name=TABLE,
-                    dynamodb_client=self.table_client,
+                    PublishDependencies(
+                        sink=self.sink,
+                        table_name=TABLE,
+                        dynamodb_client=self.table_client,
+                        sleep=lambda _seconds: None,
+                        clock=self.clock.now_datetime,
+                    ),
                     index_name=PENDING_INDEX,
                     min_age_seconds=min_age_seconds,
-                    sleep=lambda _seconds: None,
-                    clock=self.clock.now_datetime,
                 )
             )
         except PublisherCrash:

@@ -16,7 +16,7 @@ from dynamodb_outbox.publisher import (
     publish_stream_batch,
     record_metrics,
 )
-from dynamodb_outbox.publishing import PublishResult
+from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.sinks import (
     POISON_PUT_EVENTS_CODES,
     PUT_EVENTS_MAX_ENTRIES,
@@ -63,10 +63,12 @@ def _publish(
 ) -> PublishResult:
     return publish_stream_batch(
         records,  # type: ignore[arg-type]
-        sink=EventBridgeSink(events, "bus"),
-        table_name="t",
-        dynamodb_client=dynamodb or FakeDynamoDB(),
-        sleep=lambda _: None,
+        PublishDependencies(
+            sink=EventBridgeSink(events, "bus"),
+            table_name="t",
+            dynamodb_client=dynamodb or FakeDynamoDB(),
+            sleep=lambda _: None,
+        ),
     )
 
 

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from dynamodb_outbox.publisher import publish_stream_batch
-from dynamodb_outbox.publishing import PublishResult, RetryPolicy
+from dynamodb_outbox.publishing import PublishDependencies, PublishResult, RetryPolicy
 from dynamodb_outbox.sinks import EventBridgeSink
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
@@ -89,13 +89,14 @@ def _publish(
 ) -> PublishResult:
     return publish_stream_batch(
         records,  # type: ignore[arg-type]
-        sink=EventBridgeSink(events, "bus"),
-        table_name="t",
-        dynamodb_client=table,  # type: ignore[arg-type]
-        sleep=clock.sleep,
+        PublishDependencies(
+            sink=EventBridgeSink(events, "bus"),
+            table_name="t",
+            dynamodb_client=table,  # type: ignore[arg-type]
+            sleep=clock.sleep,
+            retry=TOP_OF_JITTER,
+        ),
         time_left=clock.time_left,
-        retry=TOP_OF_JITTER,
-        overlap_deletes=False,
     )
 
 
@@ -141,11 +142,13 @@ def test_without_a_budget_each_entry_gets_five_attempts() -> None:
 
     result = publish_stream_batch(
         records,  # type: ignore[arg-type]
-        sink=EventBridgeSink(events, "bus"),
-        table_name="t",
-        dynamodb_client=table,  # type: ignore[arg-type]
-        sleep=clock.sleep,
-        retry=TOP_OF_JITTER,
+        PublishDependencies(
+            sink=EventBridgeSink(events, "bus"),
+            table_name="t",
+            dynamodb_client=table,  # type: ignore[arg-type]
+            sleep=clock.sleep,
+            retry=TOP_OF_JITTER,
+        ),
     )
 
     assert len(events.calls) == 5

@@ -425,16 +425,19 @@ def publish_items(
     ctx: Context, items: Sequence[AttributeMap], sink: Sink
 ) -> tuple[PublishResult, list[str]]:
     """Publish pending ``items`` through the publisher's core; also the event ids left pending."""
-    from dynamodb_outbox.publishing import OutboxCandidate, publish_outbox_items
+    from dynamodb_outbox.publishing import (
+        OutboxCandidate,
+        PublishDependencies,
+        publish_outbox_items,
+    )
 
     candidates = [
         OutboxCandidate(key=key_of(item), item=item, position=position, checkpoint=s(item, ATTR_SK))
         for position, item in enumerate(items)
     ]
     with publisher_logs_to_stderr():
-        result = publish_outbox_items(
-            candidates, sink=sink, table_name=ctx.table, dynamodb_client=ctx.client("dynamodb")
-        )
+        deps = PublishDependencies(sink, ctx.table, ctx.client("dynamodb"))
+        result = publish_outbox_items(candidates, deps)
     left: list[str] = []
     if result.failure_position is not None:
         left = [event_id_of(s(item, ATTR_SK)) for item in items[result.failure_position :]]
