@@ -39,7 +39,6 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, Final, NamedTuple, Protocol
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -82,6 +81,8 @@ from dynamodb_outbox.settings import (
     ENV_PENDING_INDEX,
     ENV_PENDING_SHARDS,
     ENV_TABLE_NAME,
+    ClientFactory,
+    boto3_client,
     integer_env,
     required_env,
     sink_from_environment,
@@ -399,17 +400,13 @@ class SweeperRuntime(NamedTuple):
     max_items: int
 
 
-def _boto3_client(service: str) -> Any:
-    return boto3.client(service)  # type: ignore[call-overload]
-
-
 def runtime_from_environment(
     environ: Mapping[str, str] | None = None,
-    client_factory: Callable[[str], Any] | None = None,
+    client_factory: ClientFactory | None = None,
 ) -> SweeperRuntime:
     """The sweeper's settings; raises :class:`ConfigurationError` naming a bad variable."""
     environ = os.environ if environ is None else environ
-    make_client = client_factory or _boto3_client
+    make_client: ClientFactory = client_factory or boto3_client
     return SweeperRuntime(
         sink=sink_from_environment(environ, make_client),
         table_name=required_env(ENV_TABLE_NAME, environ),
