@@ -162,6 +162,7 @@ def _run(
                 events_client=events,
                 dynamodb_client=dynamodb,
                 event_bus_name=BUS_NAME,
+                source=emulator.SOURCE,
                 table_name=TABLE_NAME,
             )
 
