@@ -361,7 +361,7 @@ resource "aws_iam_role" "consumer" {
 
   name                 = local.consumer_names[each.key]
   description          = "Execution role of the ${each.key} outbox consumer of ${var.name}."
-  assume_role_policy   = data.aws_iam_policy_document.publisher_assume_role.json # Lambda's trust policy
+  assume_role_policy   = data.aws_iam_policy_document.lambda_assume_role.json
   permissions_boundary = var.iam_permissions_boundary_arn
 
   tags = local.tags

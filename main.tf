@@ -140,6 +140,27 @@ locals {
   default_powertools_layer_arn = one(data.aws_ssm_parameter.powertools_layer[*].insecure_value)
 
   powertools_layer_arn = var.powertools_layer_arn == null ? local.default_powertools_layer_arn : var.powertools_layer_arn
+
+  # The layers of the module's own functions, publisher and sweeper.
+  function_layers = compact(concat([local.powertools_layer_arn], var.publisher.extra_layer_arns))
+}
+
+################################################################################
+# Lambda trust policy
+################################################################################
+
+# The trust policy of every function role the module creates: publisher,
+# sweeper and consumers.
+data "aws_iam_policy_document" "lambda_assume_role" {
+  statement {
+    sid     = "LambdaAssumeRole"
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
 }
 
 ################################################################################
@@ -150,16 +171,17 @@ locals {
   # The services through which a role may use the keys (kms:ViaService): the
   # tables and their stream (DynamoDB), the queues (SQS), the topic (SNS), and
   # Lambda, which decrypts the functions' environments.
-  kms_via_dynamodb  = "dynamodb.${local.region_name}.amazonaws.com"
-  kms_via_sqs       = "sqs.${local.region_name}.amazonaws.com"
-  kms_via_sns       = "sns.${local.region_name}.amazonaws.com"
-  kms_via_lambda    = "lambda.${local.region_name}.amazonaws.com"
-  publisher_kms_via = compact([local.kms_via_dynamodb, local.kms_via_sqs, local.publish_to_sns ? local.kms_via_sns : "", local.kms_via_lambda])
-  consumer_kms_via  = [local.kms_via_sqs, local.kms_via_lambda]
+  kms_via_dynamodb   = "dynamodb.${local.region_name}.amazonaws.com"
+  kms_via_sqs        = "sqs.${local.region_name}.amazonaws.com"
+  kms_via_sns        = "sns.${local.region_name}.amazonaws.com"
+  kms_via_lambda     = "lambda.${local.region_name}.amazonaws.com"
+  publishing_kms_via = compact([local.kms_via_dynamodb, local.kms_via_sqs, local.publish_to_sns ? local.kms_via_sns : "", local.kms_via_lambda])
+  consumer_kms_via   = [local.kms_via_sqs, local.kms_via_lambda]
 
-  # Keys the publisher must be able to use: the module's key (table, queue) and,
-  # for an existing table, the customer managed key that table is encrypted with.
-  publisher_kms_key_arns = distinct(compact([
+  # Keys the functions that publish (publisher, sweeper) must be able to use: the
+  # module's key (table, queue) and, for an existing table, the customer managed
+  # key that table is encrypted with.
+  publishing_kms_key_arns = distinct(compact([
     var.kms_key_arn,
     local.existing_table_kms_key_arn,
   ]))

@@ -36,22 +36,10 @@ resource "aws_sqs_queue" "on_failure" {
 # Publisher: IAM
 ################################################################################
 
-data "aws_iam_policy_document" "publisher_assume_role" {
-  statement {
-    sid     = "LambdaAssumeRole"
-    actions = ["sts:AssumeRole"]
-
-    principals {
-      type        = "Service"
-      identifiers = ["lambda.amazonaws.com"]
-    }
-  }
-}
-
 resource "aws_iam_role" "publisher" {
   name                 = local.publisher_name
   description          = "Execution role of the ${local.publisher_name} outbox publisher."
-  assume_role_policy   = data.aws_iam_policy_document.publisher_assume_role.json
+  assume_role_policy   = data.aws_iam_policy_document.lambda_assume_role.json
   permissions_boundary = var.iam_permissions_boundary_arn
 
   tags = local.tags
@@ -143,7 +131,7 @@ data "aws_iam_policy_document" "publisher" {
   # Read an encrypted stream/table, send to an encrypted queue or topic; only
   # through those services (and Lambda, for the environment), never directly.
   dynamic "statement" {
-    for_each = length(local.publisher_kms_key_arns) > 0 ? [local.publisher_kms_key_arns] : []
+    for_each = length(local.publishing_kms_key_arns) > 0 ? [local.publishing_kms_key_arns] : []
 
     content {
       sid = "UseEncryptionKeys"
@@ -156,7 +144,7 @@ data "aws_iam_policy_document" "publisher" {
       condition {
         test     = "StringEquals"
         variable = "kms:ViaService"
-        values   = local.publisher_kms_via
+        values   = local.publishing_kms_via
       }
     }
   }
@@ -191,10 +179,6 @@ resource "aws_iam_role_policy" "publisher" {
 # Publisher: function
 ################################################################################
 
-locals {
-  publisher_layers = compact(concat([local.powertools_layer_arn], var.publisher.extra_layer_arns))
-}
-
 resource "aws_lambda_function" "publisher" {
   #checkov:skip=CKV_AWS_116: stream-invoked function: failed batches go to the stream mapping's on-failure queue, a function DLQ (asynchronous invocations only) never receives them
   #checkov:skip=CKV_AWS_117: calls only AWS APIs (DynamoDB, EventBridge/SNS, SQS); a VPC would add NAT or endpoints and no isolation to protect
@@ -211,7 +195,7 @@ resource "aws_lambda_function" "publisher" {
   architectures    = [var.lambda_architecture]
   memory_size      = var.publisher.memory_size_mb
   timeout          = var.publisher.timeout_seconds
-  layers           = local.publisher_layers
+  layers           = local.function_layers
 
   # The environment (names and ARNs, no secrets) is encrypted with the module's
   # key when one is given, with Lambda's AWS managed key otherwise.

@@ -41,7 +41,7 @@ resource "aws_iam_role" "sweeper" {
 
   name                 = local.sweeper_name
   description          = "Execution role of the ${local.sweeper_name} outbox sweeper."
-  assume_role_policy   = data.aws_iam_policy_document.publisher_assume_role.json # Lambda's trust policy
+  assume_role_policy   = data.aws_iam_policy_document.lambda_assume_role.json
   permissions_boundary = var.iam_permissions_boundary_arn
 
   tags = local.tags
@@ -116,7 +116,7 @@ data "aws_iam_policy_document" "sweeper" {
 
   # Read and write an encrypted table; the same keys as the publisher.
   dynamic "statement" {
-    for_each = length(local.publisher_kms_key_arns) > 0 ? [local.publisher_kms_key_arns] : []
+    for_each = length(local.publishing_kms_key_arns) > 0 ? [local.publishing_kms_key_arns] : []
 
     content {
       sid = "UseEncryptionKeys"
@@ -129,7 +129,7 @@ data "aws_iam_policy_document" "sweeper" {
       condition {
         test     = "StringEquals"
         variable = "kms:ViaService"
-        values   = local.publisher_kms_via
+        values   = local.publishing_kms_via
       }
     }
   }
@@ -185,7 +185,7 @@ resource "aws_lambda_function" "sweeper" {
   architectures    = [var.lambda_architecture]
   memory_size      = var.sweeper.memory_size_mb
   timeout          = var.sweeper.timeout_seconds
-  layers           = local.publisher_layers
+  layers           = local.function_layers
 
   # As the publisher's: the module's key when given.
   kms_key_arn = var.kms_key_arn

@@ -1,9 +1,8 @@
 """The emulator both implementations run against, and the test data they get.
 
-The helpers are small copies of ``tests/factories.py`` and
-``tests/functional/conftest.py`` (benchmarks do not import ``tests``): moto
-in-process, the outbox table with its ``outbox-pending`` index, a bus, and
-DynamoDB stream records as Lambda delivers them.
+moto in-process, a bus, and DynamoDB stream records as Lambda delivers them
+(``dynamodb_outbox.local.records``). The outbox table is the tests' own
+(``tests/support/moto_tables.py``).
 """
 
 from __future__ import annotations
@@ -23,13 +22,13 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from dynamodb_outbox.envelope import Envelope, outbox_item
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.local.records import outbox_stream_record
 
 REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"
 TABLE_NAME = "outbox-bench"
 BUS_NAME = "outbox-bench-bus"
-PENDING_INDEX = "outbox-pending"
 SOURCE = "app.orders"
 STREAM_ARN = (
     f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{TABLE_NAME}/stream/2024-01-01T00:00:00.000"
@@ -75,34 +74,6 @@ def emulator() -> Iterator[None]:
 # ------------------------------------------------------------------ resources
 
 
-def create_outbox_table(client: Any, name: str = TABLE_NAME) -> None:
-    """The table as the module creates it: PK/SK, stream, sparse KEYS_ONLY pending index."""
-    client.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "PK", "AttributeType": "S"},
-            {"AttributeName": "SK", "AttributeType": "S"},
-            {"AttributeName": "outbox_pending_shard", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": PENDING_INDEX,
-                "KeySchema": [
-                    {"AttributeName": "outbox_pending_shard", "KeyType": "HASH"},
-                    {"AttributeName": "SK", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "KEYS_ONLY"},
-            }
-        ],
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
-    )
-
-
 def create_bus(client: Any, name: str = BUS_NAME) -> str:
     """A custom bus without rules (so neither implementation pays for rule matching)."""
     arn: str = client.create_event_bus(Name=name)["EventBusArn"]
@@ -135,26 +106,6 @@ def make_envelope(order: int) -> Envelope:
     )
 
 
-def stream_record(item: dict[str, Any], seq: str) -> dict[str, Any]:
-    """The INSERT record of ``item`` as a NEW_IMAGE stream delivers it to Lambda."""
-    return {
-        "eventID": uuid.uuid4().hex,
-        "eventName": "INSERT",
-        "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb",
-        "awsRegion": REGION,
-        "dynamodb": {
-            "ApproximateCreationDateTime": 1_700_000_000.0,
-            "Keys": {"PK": item["PK"], "SK": item["SK"]},
-            "NewImage": item,
-            "SequenceNumber": seq,
-            "SizeBytes": len(json.dumps(item)),
-            "StreamViewType": "NEW_IMAGE",
-        },
-        "eventSourceARN": STREAM_ARN,
-    }
-
-
 @dataclass
 class OutboxBatch:
     """``count`` outbox items (one per order) and the stream records announcing them."""
@@ -171,9 +122,14 @@ def outbox_batch(count: int) -> OutboxBatch:
     records = []
     for _ in range(count):
         order = next(_orders)
-        item = outbox_item(f"ORDER#{order}", make_envelope(order))
-        items.append(item)
-        records.append(stream_record(item, str(_FIRST_SEQUENCE_NUMBER + order)))
+        record = outbox_stream_record(
+            f"ORDER#{order}",
+            make_envelope(order),
+            str(_FIRST_SEQUENCE_NUMBER + order),
+            event_source_arn=STREAM_ARN,
+        )
+        items.append(dict(record["dynamodb"]["NewImage"]))
+        records.append(dict(record))
     return OutboxBatch(items=items, records=records)
 
 

@@ -6,25 +6,28 @@ import math
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks import emulator
-from benchmarks.baseline_publisher import publish_one_by_one
 from benchmarks.emulator import BUS_NAME, TABLE_NAME, CallCounter, Latency
 from benchmarks.overlapped import publish_stream_batch_sequential
+from benchmarks.seed_publisher import publicar_outbox, published
 from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, outbox_item
 from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.writer import item_size, serialize_item
+from tests.support.moto_tables import create_outbox_table
 
 ROOT = Path(__file__).resolve().parent.parent
 ZIP_PATH = ROOT / "package" / "dynamodb_outbox.zip"
+LAYER_ZIP_PATH = ROOT / "package" / "dynamodb_outbox_layer.zip"
 HANDLER_MODULES = (
     "dynamodb_outbox.publisher",
     "dynamodb_outbox.sweeper",
@@ -39,41 +42,38 @@ class _Stack:
 
     def __init__(self) -> None:
         self.setup_dynamodb, setup_events = emulator.clients()
-        emulator.create_outbox_table(self.setup_dynamodb)
+        create_outbox_table(self.setup_dynamodb, TABLE_NAME)
         emulator.create_bus(setup_events)
         self.dynamodb, self.events = emulator.clients()
         self.counter = CallCounter().attach(self.dynamodb, self.events)
         self.latency = Latency(0.0).attach(self.dynamodb, self.events)
         self.sink = EventBridgeSink(self.events, BUS_NAME)
 
-    def ours(self, records: list[dict[str, Any]]) -> Any:
-        return publish_stream_batch(
-            records, sink=self.sink, table_name=TABLE_NAME, dynamodb_client=self.dynamodb
-        )
+    def ours(self, records: list[dict[str, Any]]) -> int:
+        deps = PublishDependencies(self.sink, TABLE_NAME, self.dynamodb)
+        return publish_stream_batch(records, deps).published
 
-    def sequential(self, records: list[dict[str, Any]]) -> Any:
+    def sequential(self, records: list[dict[str, Any]]) -> int:
         return publish_stream_batch_sequential(
             records, sink=self.sink, table_name=TABLE_NAME, dynamodb_client=self.dynamodb
-        )
+        ).published
 
-    def baseline(self, records: list[dict[str, Any]]) -> Any:
-        return publish_one_by_one(
+    def baseline(self, records: list[dict[str, Any]]) -> int:
+        response = publicar_outbox(
             records,
             events_client=self.events,
             dynamodb_client=self.dynamodb,
             event_bus_name=BUS_NAME,
+            source=emulator.SOURCE,
             table_name=TABLE_NAME,
         )
+        return published(records, response)
 
     def load(self, batch: emulator.OutboxBatch) -> None:
         emulator.put_items(self.setup_dynamodb, batch.items)
 
     def remaining(self) -> int:
         return emulator.table_count(self.setup_dynamodb)
-
-
-def _published(result: Any) -> int:
-    return int(result.published)
 
 
 # ------------------------------------------------------------------ calls/event
@@ -90,17 +90,16 @@ def count_calls(batch_sizes: tuple[int, ...] = (10, 100, 1000)) -> list[dict[str
             for name, publish in (("ours", stack.ours), ("baseline", stack.baseline)):
                 stack.load(batch)
                 stack.counter.reset()
-                result = publish(batch.records)
-                published = _published(result)
+                done = publish(batch.records)
                 left = stack.remaining()
-                if published != size or left:
+                if done != size or left:
                     raise RuntimeError(
-                        f"{name} at batch size {size}: published {published}, {left} items left"
+                        f"{name} at batch size {size}: published {done}, {left} items left"
                     )
                 row[name] = {
                     "calls": stack.counter.total,
-                    "events": published,
-                    "calls_per_event": stack.counter.total / published,
+                    "events": done,
+                    "calls_per_event": stack.counter.total / done,
                     "by_operation": dict(sorted(stack.counter.calls.items())),
                 }
             rows.append(row)
@@ -162,30 +161,31 @@ def cpu_per_1000_without_emulator(repetitions: int = 5, batch_size: int = 100) -
         counter = CallCounter().attach(dynamodb, events)
         sink = EventBridgeSink(events, BUS_NAME)
 
-        def ours(records: list[dict[str, Any]]) -> Any:
-            return publish_stream_batch(
-                records, sink=sink, table_name=TABLE_NAME, dynamodb_client=dynamodb
-            )
+        def ours(records: list[dict[str, Any]]) -> int:
+            deps = PublishDependencies(sink, TABLE_NAME, dynamodb)
+            return publish_stream_batch(records, deps).published
 
-        def baseline(records: list[dict[str, Any]]) -> Any:
-            return publish_one_by_one(
+        def baseline(records: list[dict[str, Any]]) -> int:
+            response = publicar_outbox(
                 records,
                 events_client=events,
                 dynamodb_client=dynamodb,
                 event_bus_name=BUS_NAME,
+                source=emulator.SOURCE,
                 table_name=TABLE_NAME,
             )
+            return published(records, response)
 
         for _ in range(repetitions):
             for name, publish in (("ours", ours), ("baseline", baseline)):
                 batches = [emulator.outbox_batch(batch_size) for _ in range(batches_per_run)]
-                spent, published = 0.0, 0
+                spent, done = 0.0, 0
                 for batch in batches:
                     start = time.process_time()
-                    published += _published(publish(batch.records))
+                    done += publish(batch.records)
                     spent += time.process_time() - start
-                if published != 1000:
-                    raise RuntimeError(f"canned {name}: published {published}")
+                if done != 1000:
+                    raise RuntimeError(f"canned {name}: published {done}")
                 samples[name].append(spent)
     ours_s, base_s = statistics.median(samples["ours"]), statistics.median(samples["baseline"])
     return {
@@ -254,9 +254,9 @@ def sweeper_reads(entities: int = 5000, pending: int = 100) -> dict[str, Any]:
 
         sweep_meter = _ReadMeter(stack.dynamodb)
         result = sweep(
-            sink=stack.sink,
-            table_name=TABLE_NAME,
-            dynamodb_client=stack.dynamodb,
+            PublishDependencies(
+                sink=stack.sink, table_name=TABLE_NAME, dynamodb_client=stack.dynamodb
+            ),
             min_age_seconds=0,
             shards=DEFAULT_PENDING_SHARDS,
         )
@@ -299,19 +299,13 @@ _IMPORT_PROBE = (
 )
 
 
-def _import_once(module: str, pythonpath: str | None, pycache: str) -> tuple[float, float]:
-    env = {**os.environ, **emulator.FAKE_ENV}
-    args = [sys.executable]
-    if pythonpath is not None:
-        env["PYTHONPATH"] = pythonpath
-        args.append("-B")  # like Lambda: the package's .py files are compiled at every cold start
-    else:
-        # Bytecode cached, as in any installed package: written by the warm-up round
-        # to a scratch folder, even when the caller's environment says not to write it.
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = pycache
+def _import_once(python: str, module: str, extracted: str) -> tuple[float, float]:
+    # -B, like Lambda: the zip carries no bytecode, so the package's .py files are
+    # compiled at every cold start (boto3 and Powertools keep their cached bytecode,
+    # as the runtime and the layer ship it).
+    env = {**os.environ, **emulator.FAKE_ENV, "PYTHONPATH": extracted}
     done = subprocess.run(
-        [*args, "-c", _IMPORT_PROBE, module],
+        [python, "-B", "-c", _IMPORT_PROBE, module],
         capture_output=True,
         text=True,
         env=env,
@@ -322,49 +316,53 @@ def _import_once(module: str, pythonpath: str | None, pycache: str) -> tuple[flo
     return float(boto3_seconds), float(module_seconds)
 
 
-def cold_start(runs: int = 5) -> dict[str, Any]:
-    """Import time of each handler module in a fresh interpreter, above a bare ``import boto3``.
+def python_version(python: str) -> str:
+    done = subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
 
-    Two settings: ``venv`` (the installed package, bytecode cached) and ``zip``
-    (the package extracted from the deployment zip, imported
-    with ``-B`` so they are compiled at each start, as on Lambda, where the zip
-    carries no bytecode; boto3 and Powertools keep their cached bytecode, as the
-    runtime and the layer ship it). The runs go round-robin over the settings so
-    that a busy machine slows all of them alike; the first round is a warm-up.
+
+def cold_start(pythons: Sequence[str], runs: int = 3) -> dict[str, Any]:
+    """Import time of each handler module above a bare ``import boto3``, per Python.
+
+    Each sample is a fresh interpreter importing the package from the extracted
+    deployment zip (``package/dynamodb_outbox.zip``), with boto3 and Powertools
+    from that interpreter's environment. The runs go round-robin over the
+    interpreters and modules so that a busy machine slows all of them alike;
+    the first round is a warm-up.
     """
-    with tempfile.TemporaryDirectory() as extracted, tempfile.TemporaryDirectory() as pycache:
+    versions = {python: python_version(python) for python in pythons}
+    with tempfile.TemporaryDirectory() as extracted:
         with zipfile.ZipFile(ZIP_PATH) as archive:
             archive.extractall(extracted)
-        configs: list[tuple[str, str, str | None]] = []
-        for module in HANDLER_MODULES:
-            configs += [(module, "venv", None), (module, "zip", extracted)]
-        boto3_samples: list[float] = []
-        samples: dict[tuple[str, str], list[float]] = {(m, s): [] for m, s, _ in configs}
+        configs = [(python, module) for python in pythons for module in HANDLER_MODULES]
+        boto3_samples: dict[str, list[float]] = {python: [] for python in pythons}
+        samples: dict[tuple[str, str], list[float]] = {config: [] for config in configs}
         for round_ in range(runs + 1):
-            for module, setting, path in configs:
-                boto3_seconds, module_seconds = _import_once(module, path, pycache)
+            for python, module in configs:
+                boto3_seconds, module_seconds = _import_once(python, module, extracted)
                 if round_:
-                    boto3_samples.append(boto3_seconds)
-                    samples[(module, setting)].append(module_seconds)
-    added = {key: statistics.median(values) * 1000 for key, values in samples.items()}
-    least = {key: min(values) * 1000 for key, values in samples.items()}
-    boto3_median = statistics.median(boto3_samples)
-    rows = {
-        module: {
-            "added_ms": added[(module, "venv")],
-            "added_ms_min": least[(module, "venv")],
-            "added_ms_from_zip": added[(module, "zip")],
-            "added_ms_from_zip_min": least[(module, "zip")],
-            "import_seconds": boto3_median + added[(module, "venv")] / 1000,
+                    boto3_samples[python].append(boto3_seconds)
+                    samples[(python, module)].append(module_seconds)
+    by_python = {
+        versions[python]: {
+            "executable": python,
+            "boto3_import_seconds": statistics.median(boto3_samples[python]),
+            "modules": {
+                module: {
+                    "added_ms": statistics.median(samples[(python, module)]) * 1000,
+                    "added_ms_min": min(samples[(python, module)]) * 1000,
+                }
+                for module in HANDLER_MODULES
+            },
         }
-        for module in HANDLER_MODULES
+        for python in pythons
     }
-    return {
-        "runs": runs,
-        "boto3_import_seconds": boto3_median,
-        "modules": rows,
-        "goal_added_ms": 50.0,
-    }
+    return {"runs": runs, "pythons": by_python, "goal_added_ms": 50.0}
 
 
 # ---------------------------------------------------------------------- zip size
@@ -375,13 +373,13 @@ def zip_size() -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
         baseline_zip = Path(scratch) / "baseline.zip"
         with zipfile.ZipFile(baseline_zip, "w", zipfile.ZIP_DEFLATED) as archive:
-            archive.write(
-                Path(__file__).with_name("baseline_publisher.py"), "baseline_publisher.py"
-            )
+            archive.write(Path(__file__).with_name("seed_publisher.py"), "seed_publisher.py")
         baseline_size = baseline_zip.stat().st_size
     return {
         "path": str(ZIP_PATH.relative_to(ROOT)),
         "bytes": size,
+        "layer_path": str(LAYER_ZIP_PATH.relative_to(ROOT)),
+        "layer_bytes": LAYER_ZIP_PATH.stat().st_size,
         "baseline_bytes": baseline_size,
         "goal_bytes": 100 * 1024,
     }
@@ -468,24 +466,24 @@ def latency(latency_seconds: float = 0.02, batch_size: int = 100) -> dict[str, A
             stack.counter.reset()
             stack.latency.on = True
             start = time.perf_counter()
-            published = sum(_published(publish(batch.records)) for batch in batches)
+            done = sum(publish(batch.records) for batch in batches)
             wall = time.perf_counter() - start
             stack.latency.on = False
-            if published != 1000 or stack.remaining():
-                raise RuntimeError(f"latency bench {name}: published {published}, items left")
+            if done != 1000 or stack.remaining():
+                raise RuntimeError(f"latency bench {name}: published {done}, items left")
             out[name] = {"seconds_per_1000": wall, "calls": stack.counter.total}
         batch = emulator.outbox_batch(batch_size)
         stack.load(batch)
         stack.counter.reset()
         stack.latency.on = True
         start = time.perf_counter()
-        published = _published(stack.baseline(batch.records))
+        done = stack.baseline(batch.records)
         wall = time.perf_counter() - start
         stack.latency.on = False
         out["baseline"] = {
-            "seconds_per_1000": wall * 1000 / published,
-            "calls": stack.counter.total * 1000 // published,
-            "measured_events": published,
+            "seconds_per_1000": wall * 1000 / done,
+            "calls": stack.counter.total * 1000 // done,
+            "measured_events": done,
         }
     # The latency alone, calls on the critical path x latency: every call when sequential;
     # with the overlap, the PutEvents calls plus the last delete chunk of each batch.

@@ -1,9 +1,10 @@
-"""The publisher with its delete overlap switched off: the benchmark's comparison point.
+"""The publisher with its delete overlap turned off: the benchmark's comparison point.
 
 The shipped publisher deletes each full chunk of 25 published keys on a
-background thread while the next ``PutEvents`` goes out. Switching that off
-(``overlap_deletes=False``) gives the previous behaviour, every delete after the
-last send, so the latency benchmark can show what the overlap is worth.
+background thread while the next ``PutEvents`` goes out. A
+:class:`~dynamodb_outbox.publishing.Publication` that does not overlap
+(``overlaps_deletes = False``) gives the previous behaviour, every delete after
+the last send, so the latency benchmark can show what the overlap is worth.
 """
 
 from __future__ import annotations
@@ -11,9 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dynamodb_outbox.publisher import publish_stream_batch
-from dynamodb_outbox.publishing import DEFAULT_DELETE_RETRIES, PublishResult
+from dynamodb_outbox.publisher import read_stream_batch
+from dynamodb_outbox.publishing import (
+    DEFAULT_DELETE_RETRIES,
+    Publication,
+    PublishDependencies,
+    PublishResult,
+)
 from dynamodb_outbox.sinks import Sink
+
+
+class DeletesAfterLastSend(Publication):
+    overlaps_deletes = False
 
 
 def publish_stream_batch_sequential(
@@ -24,12 +34,13 @@ def publish_stream_batch_sequential(
     dynamodb_client: Any,
     delete_retries: int = DEFAULT_DELETE_RETRIES,
 ) -> PublishResult:
-    """``publisher.publish_stream_batch`` with every delete after the last send."""
-    return publish_stream_batch(
-        records,
-        sink=sink,
-        table_name=table_name,
-        dynamodb_client=dynamodb_client,
-        delete_retries=delete_retries,
-        overlap_deletes=False,
-    )
+    """``publisher.publish_stream_batch`` with every delete after the last send.
+
+    For batches that publish whole: a checkpoint would not be reported.
+    """
+    candidates, result = read_stream_batch(records)
+    deps = PublishDependencies(sink, table_name, dynamodb_client, delete_retries=delete_retries)
+    DeletesAfterLastSend(deps, result=result).publish(candidates)
+    if result.failure_position is not None:
+        raise RuntimeError(f"benchmark batch failed at record {result.failure_position}")
+    return result

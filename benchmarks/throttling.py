@@ -30,8 +30,9 @@ from benchmarks.emulator import BUS_NAME, TABLE_NAME, CallCounter
 from benchmarks.seed_publisher import publicar_outbox
 from dynamodb_outbox.local.responses import judge_response
 from dynamodb_outbox.publisher import publish_stream_batch
-from dynamodb_outbox.publishing import RetryPolicy
+from dynamodb_outbox.publishing import PublishDependencies, RetryPolicy
 from dynamodb_outbox.sinks import EventBridgeSink
+from tests.support.moto_tables import create_outbox_table
 
 EVENTS = 1_000
 TIMEOUT_SECONDS = 60.0
@@ -130,7 +131,7 @@ def _run(
 ) -> dict[str, Any]:
     with emulator.emulator():
         setup_dynamodb, setup_events = emulator.clients()
-        emulator.create_outbox_table(setup_dynamodb)
+        create_outbox_table(setup_dynamodb, TABLE_NAME)
         emulator.create_bus(setup_events)
         dynamodb, events_client = emulator.clients()
         counter = CallCounter().attach(dynamodb)
@@ -145,12 +146,14 @@ def _run(
             started = clock.now
             return publish_stream_batch(
                 records,  # type: ignore[arg-type]
-                sink=EventBridgeSink(events, BUS_NAME),
-                table_name=TABLE_NAME,
-                dynamodb_client=dynamodb,
-                sleep=clock.sleep,
+                PublishDependencies(
+                    sink=EventBridgeSink(events, BUS_NAME),
+                    table_name=TABLE_NAME,
+                    dynamodb_client=dynamodb,
+                    sleep=clock.sleep,
+                    retry=RetryPolicy(jitter=rng.random),
+                ),
                 time_left=lambda: TIMEOUT_SECONDS - (clock.now - started),
-                retry=RetryPolicy(jitter=rng.random),
             ).response()
 
         def seed(records: list[dict[str, Any]]) -> Any:
@@ -159,6 +162,7 @@ def _run(
                 events_client=events,
                 dynamodb_client=dynamodb,
                 event_bus_name=BUS_NAME,
+                source=emulator.SOURCE,
                 table_name=TABLE_NAME,
             )
 

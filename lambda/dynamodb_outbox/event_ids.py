@@ -24,9 +24,14 @@ import os
 import threading
 import time
 from datetime import datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from ulid import ULID, ULIDGenerator
+if TYPE_CHECKING:
+    from ulid import ULID, ULIDGenerator
+
+# python-ulid is imported on first use, not with this module: the handlers that
+# import the envelope at start (publisher, sweeper) need it only per event, and
+# it is compiled from the zip at every cold start.
 
 __all__ = [
     "EVENT_ID_LENGTH",
@@ -57,7 +62,7 @@ class _Generator:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last_milliseconds = 0
-        self._ulids = ULIDGenerator(clock=self._forward_clock)
+        self._ulids: ULIDGenerator | None = None
 
     def _forward_clock(self) -> int:
         self._last_milliseconds = max(self._last_milliseconds, time.time_ns() // 1_000_000)
@@ -65,6 +70,10 @@ class _Generator:
 
     def new(self) -> str:
         with self._lock:
+            if self._ulids is None:
+                from ulid import ULIDGenerator
+
+                self._ulids = ULIDGenerator(clock=self._forward_clock)
             return str(self._ulids.generate())
 
 
@@ -94,6 +103,8 @@ def event_id_at(milliseconds: int, randomness: bytes) -> str:
         )
     if len(randomness) != _RANDOMNESS_BYTES:
         raise ValueError(f"ULID randomness must be 10 bytes, got {len(randomness)}")
+    from ulid import ULID
+
     return str(ULID.from_bytes(milliseconds.to_bytes(6, "big") + bytes(randomness)))
 
 
@@ -124,6 +135,8 @@ def lowest_event_id_at(milliseconds: int) -> str:
 
 
 def _parse(text: object) -> ULID:
+    from ulid import ULID
+
     if not isinstance(text, str):
         raise ValueError(f"a ULID is a string, got {type(text).__name__}")
     parsed = ULID.from_str(text)  # ValueError for a wrong length, alphabet or overflow

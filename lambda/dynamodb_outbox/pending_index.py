@@ -64,7 +64,18 @@ Query = Callable[[dict[str, Any]], Mapping[str, Any]]
 class IndexReader(Protocol):
     """The part of the boto3 DynamoDB client that reads the index and its items back."""
 
-    def query(self, **kwargs: Any) -> Mapping[str, Any]: ...
+    def query(
+        self,
+        *,
+        TableName: str,
+        IndexName: str,
+        KeyConditionExpression: str,
+        ExpressionAttributeNames: Mapping[str, str],
+        ExpressionAttributeValues: Mapping[str, Any],
+        ScanIndexForward: bool,
+        Limit: int,
+        ExclusiveStartKey: Mapping[str, Any] = ...,
+    ) -> Mapping[str, Any]: ...
 
     def batch_get_item(self, *, RequestItems: dict[str, Any]) -> Mapping[str, Any]: ...
 

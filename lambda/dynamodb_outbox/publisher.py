@@ -38,10 +38,8 @@ failure into a sequence-number checkpoint.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
-from datetime import datetime
 from functools import cache
 from typing import NamedTuple
 
@@ -52,18 +50,15 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
 from dynamodb_outbox.publishing import (
-    DEFAULT_DELETE_RETRIES,
-    DEFAULT_RETRY,
     OutboxCandidate,
+    PublishDependencies,
     PublisherDynamoDBClient,
     PublishResult,
-    RetryPolicy,
-    _describe,
-    _get,
-    _string_attribute,
-    _utc_now,
+    describe_error,
     logger,
+    lookup,
     publish_outbox_items,
+    string_attribute,
 )
 from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
@@ -86,10 +81,10 @@ from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
     "MissingSequenceNumber",
-    "Runtime",
     "default_runtime",
     "handler",
     "publish_stream_batch",
+    "read_stream_batch",
     "record_metrics",
 ]
 
@@ -131,7 +126,7 @@ class _Unreadable(NamedTuple):
 
 
 def _key(keys: object, table_keys: TableKeys) -> AttributeMap | None:
-    pk, sk = _get(keys, table_keys.partition), _get(keys, table_keys.sort)
+    pk, sk = lookup(keys, table_keys.partition), lookup(keys, table_keys.sort)
     if not isinstance(pk, Mapping) or not isinstance(sk, Mapping):
         return None
     return {table_keys.partition: dict(pk), table_keys.sort: dict(sk)}
@@ -143,21 +138,21 @@ def _read_stream_record(
     try:
         return _stream_candidate(position, record, table_keys)
     except Exception as exc:
-        return _Unreadable(position, None, f"record cannot be read: {_describe(exc)}")
+        return _Unreadable(position, None, f"record cannot be read: {describe_error(exc)}")
 
 
 def _stream_candidate(
     position: int, record: object, table_keys: TableKeys
 ) -> _Skip | _Unreadable | OutboxCandidate:
-    stream = _get(record, "dynamodb")
-    sequence = _get(stream, "SequenceNumber")
+    stream = lookup(record, "dynamodb")
+    sequence = lookup(stream, "SequenceNumber")
     sequence_number = sequence if isinstance(sequence, str) and sequence else None
-    if _get(record, "eventName") != "INSERT":
+    if lookup(record, "eventName") != "INSERT":
         return _Skip(position, sequence_number)
-    keys = _get(stream, "Keys")
+    keys = lookup(stream, "Keys")
     if not isinstance(keys, Mapping):
         return _Unreadable(position, sequence_number, "record has no dynamodb.Keys")
-    sk = _string_attribute(keys, table_keys.sort)
+    sk = string_attribute(keys, table_keys.sort)
     if sk is None or not sk.startswith(OUTBOX_SK_PREFIX):
         return _Skip(position, sequence_number)
     key = _key(keys, table_keys)
@@ -165,7 +160,7 @@ def _stream_candidate(
         return _Unreadable(
             position, sequence_number, f"outbox record {sk!r} has no {table_keys.partition} key"
         )
-    image = _get(stream, "NewImage")
+    image = lookup(stream, "NewImage")
     return OutboxCandidate(
         key=key,
         item=image if isinstance(image, Mapping) else None,
@@ -174,27 +169,14 @@ def _stream_candidate(
     )
 
 
-def publish_stream_batch(
+def read_stream_batch(
     records: Sequence[DynamoDBStreamRecord],
-    *,
-    sink: Sink,
-    table_name: str,
-    dynamodb_client: PublisherDynamoDBClient,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], datetime] = _utc_now,
-    delete_retries: int = DEFAULT_DELETE_RETRIES,
-    overlap_deletes: bool = True,
-    time_left: Callable[[], float] | None = None,
-    retry: RetryPolicy = DEFAULT_RETRY,
     table_keys: TableKeys = DEFAULT_TABLE_KEYS,
-) -> PublishResult:
-    """Publish one stream batch in order, quarantine poison, delete what was published.
+) -> tuple[list[OutboxCandidate], PublishResult]:
+    """The outbox inserts of a stream batch, as candidates; the others counted and logged.
 
     ``table_keys`` names the table's key attributes: a record whose sort key
-    (under that name) does not start with ``OUTBOX#`` is skipped. Returns the
-    result whose :meth:`PublishResult.response` is the partial batch response.
-    Raises :class:`MissingSequenceNumber` when the record to retry from cannot
-    be named (after deleting what was published).
+    (under that name) does not start with ``OUTBOX#`` is skipped.
     """
     result = PublishResult(records=len(records))
     candidates: list[OutboxCandidate] = []
@@ -212,20 +194,23 @@ def publish_stream_batch(
             )
         else:
             candidates.append(parsed)
-    publish_outbox_items(
-        candidates,
-        sink=sink,
-        table_name=table_name,
-        dynamodb_client=dynamodb_client,
-        sleep=sleep,
-        clock=clock,
-        delete_retries=delete_retries,
-        result=result,
-        overlap_deletes=overlap_deletes,
-        time_left=time_left,
-        retry=retry,
-        table_keys=table_keys,
-    )
+    return candidates, result
+
+
+def publish_stream_batch(
+    records: Sequence[DynamoDBStreamRecord],
+    deps: PublishDependencies[PublisherDynamoDBClient],
+    *,
+    time_left: Callable[[], float] | None = None,
+) -> PublishResult:
+    """Publish one stream batch in order, quarantine poison, delete what was published.
+
+    Returns the result whose :meth:`PublishResult.response` is the partial batch
+    response. Raises :class:`MissingSequenceNumber` when the record to retry
+    from cannot be named (after deleting what was published).
+    """
+    candidates, result = read_stream_batch(records, deps.table_keys)
+    publish_outbox_items(candidates, deps, result=result, time_left=time_left)
     if result.failure_position is not None:
         if result.failure_checkpoint is None:
             raise MissingSequenceNumber(
@@ -240,22 +225,13 @@ def publish_stream_batch(
 # --------------------------------------------------------------------------- handler
 
 
-class Runtime(NamedTuple):
-    """What the handler needs from its environment, built once per execution environment."""
-
-    sink: Sink
-    table_name: str
-    dynamodb_client: PublisherDynamoDBClient
-    table_keys: TableKeys = DEFAULT_TABLE_KEYS
-
-
 @cache
-def default_runtime() -> Runtime:
+def default_runtime() -> PublishDependencies[PublisherDynamoDBClient]:
     """Clients from the environment, made on first use (boto3 honours AWS_ENDPOINT_URL).
 
     ``default_runtime.cache_clear()`` forgets them (tests that change the environment).
     """
-    return Runtime(
+    return PublishDependencies(
         sink=sink_from_environment(),
         table_name=required_env(ENV_TABLE_NAME),
         dynamodb_client=boto3.client("dynamodb"),
@@ -291,14 +267,7 @@ def handler(event: DynamoDBStreamEvent, context: LambdaContext) -> PartialBatchR
         records = []
     runtime = default_runtime()  # a configuration error fails the batch: retried, not lost
     try:
-        result = publish_stream_batch(
-            records,
-            sink=runtime.sink,
-            table_name=runtime.table_name,
-            dynamodb_client=runtime.dynamodb_client,
-            time_left=_time_left(context),
-            table_keys=runtime.table_keys,
-        )
+        result = publish_stream_batch(records, runtime, time_left=_time_left(context))
     except MissingSequenceNumber as exc:
         _emit_metrics(exc.result, runtime.sink)
         raise

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, NamedTuple, Protocol
+from typing import Any, ClassVar, Final, Generic, NamedTuple, Protocol, TypeVar
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import (
@@ -51,10 +51,16 @@ from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
     "OutboxCandidate",
+    "Publication",
+    "PublishDependencies",
     "PublishResult",
     "PublisherDynamoDBClient",
     "RetryPolicy",
+    "describe_error",
+    "lookup",
     "publish_outbox_items",
+    "string_attribute",
+    "utc_now",
 ]
 
 DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-publisher"
@@ -118,6 +124,34 @@ class PublisherDynamoDBClient(Protocol):
     ) -> Mapping[str, Any]: ...
 
     def batch_write_item(self, *, RequestItems: Mapping[str, Any]) -> Mapping[str, Any]: ...
+
+
+ClientT = TypeVar("ClientT", bound=PublisherDynamoDBClient, covariant=True)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class PublishDependencies(NamedTuple, Generic[ClientT]):
+    """What publishing needs, made once and passed as one value.
+
+    The sink and the table its items are deleted from (through
+    ``dynamodb_client``), then what tests replace: ``sleep`` and ``clock``
+    (the quarantine timestamp), how often a delete is retried, and the
+    retry policy for entries that failed retryably, and the names of the
+    table's key attributes. ``ClientT`` is the client's type: the sweeper's
+    reads the pending index too.
+    """
+
+    sink: Sink
+    table_name: str
+    dynamodb_client: ClientT
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], datetime] = utc_now
+    delete_retries: int = DEFAULT_DELETE_RETRIES
+    retry: RetryPolicy = DEFAULT_RETRY
+    table_keys: TableKeys = DEFAULT_TABLE_KEYS
 
 
 # ---------------------------------------------------------------------------- result
@@ -197,12 +231,12 @@ class _Publish(NamedTuple):
 _Plan = _Poison | _Publish
 
 
-def _get(mapping: object, name: str) -> object:
+def lookup(mapping: object, name: str) -> object:
     return mapping.get(name) if isinstance(mapping, Mapping) else None
 
 
-def _string_attribute(item: object, name: str) -> str | None:
-    value = _get(_get(item, name), "S")
+def string_attribute(item: object, name: str) -> str | None:
+    value = lookup(lookup(item, name), "S")
     return value if isinstance(value, str) else None
 
 
@@ -213,18 +247,18 @@ def _plan(
     try:
         return _plan_or_raise(candidate, sink, table_keys)
     except Exception as exc:
-        return _Poison(candidate, f"unreadable item: {_describe(exc)}"[:MAX_REASON_CHARS])
+        return _Poison(candidate, f"unreadable item: {describe_error(exc)}"[:MAX_REASON_CHARS])
 
 
 def _plan_or_raise(candidate: OutboxCandidate, sink: Sink, table_keys: TableKeys) -> _Plan:
     def poison(reason: str) -> _Poison:
         return _Poison(candidate, reason[:MAX_REASON_CHARS])
 
-    sk = _string_attribute(candidate.key, table_keys.sort)
+    sk = string_attribute(candidate.key, table_keys.sort)
     item = candidate.item
     if item is None:
         return poison("stream record has no NewImage (stream view type must include new images)")
-    body = _string_attribute(item, ATTR_ENVELOPE)
+    body = string_attribute(item, ATTR_ENVELOPE)
     if body is None:
         return poison(f"outbox item has no string attribute {ATTR_ENVELOPE!r}")
     try:
@@ -261,16 +295,12 @@ def _rejection(sink_name: str, outcome: EntryResult) -> str:
     return f"{sink_name} rejected it: {outcome.error_code}: {outcome.error_message}"
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 # ----------------------------------------------------------------------- the core
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _iso(moment: datetime) -> str:
@@ -283,45 +313,50 @@ def _error_code(exc: Exception) -> str:
     return type(exc).__name__
 
 
-class _Publication:
+class Publication:
     """The state of one :func:`publish_outbox_items` call."""
+
+    #: Full chunks of deletes go out on a worker thread while the next call to
+    #: the sink does. A subclass may turn it off: every delete then waits for
+    #: the last send (the benchmark's comparison, ``benchmarks/overlapped.py``).
+    overlaps_deletes: ClassVar[bool] = True
 
     def __init__(
         self,
+        deps: PublishDependencies[PublisherDynamoDBClient],
         *,
-        sink: Sink,
-        table_name: str,
-        dynamodb_client: PublisherDynamoDBClient,
-        sleep: Callable[[float], None],
-        clock: Callable[[], datetime],
-        delete_retries: int,
-        should_continue: Callable[[], bool] | None,
         result: PublishResult,
-        overlap_deletes: bool = True,
+        should_continue: Callable[[], bool] | None = None,
         time_left: Callable[[], float] | None = None,
-        retry: RetryPolicy = DEFAULT_RETRY,
-        table_keys: TableKeys = DEFAULT_TABLE_KEYS,
     ) -> None:
-        self.sink = sink
-        self.table_keys = table_keys
-        self.table_name = table_name
-        self.dynamodb = dynamodb_client
-        self.sleep = sleep
-        self.clock = clock
-        self.delete_retries = delete_retries
+        self.sink = deps.sink
+        self.table_name = deps.table_name
+        self.dynamodb = deps.dynamodb_client
+        self.sleep = deps.sleep
+        self.clock = deps.clock
+        self.delete_retries = deps.delete_retries
+        self.retry = deps.retry
+        self.table_keys = deps.table_keys
         self.should_continue = should_continue
         self.result = result
-        self.overlap_deletes = overlap_deletes
         self.time_left = time_left
-        self.retry = retry
         # Kept free for the deletes: the policy's margin, at most a fifth of the
         # budget at the start, so that a short timeout still gets its retries.
-        self.margin = min(retry.margin_seconds, time_left() / 5) if time_left is not None else 0.0
+        margin = deps.retry.margin_seconds
+        self.margin = min(margin, time_left() / 5) if time_left is not None else 0.0
         self.published: list[_Publish] = []
         self._to_delete: dict[str, AttributeMap] = {}
         self._queued = 0  # published plans already added to _to_delete
         self._submitted = 0  # keys of _to_delete already handed to the deleter
         self._deletes: list[Future[None]] = []
+
+    def publish(self, candidates: Sequence[OutboxCandidate]) -> PublishResult:
+        """Run, then record where it must resume (if anywhere) in the result."""
+        failure = self.run(candidates)
+        if failure is not None:
+            self.result.failure_position = failure.candidate.position
+            self.result.failure_checkpoint = failure.candidate.checkpoint
+        return self.result
 
     def run(self, candidates: Sequence[OutboxCandidate]) -> _Plan | None:
         plans = deque(_plan(candidate, self.sink, self.table_keys) for candidate in candidates)
@@ -377,7 +412,7 @@ class _Publication:
             call, unmarked = self._fill(retrying, plans)
             retrying = self._send_and_settle(call) if call else []
             calls += 1 if call else 0
-            if self.overlap_deletes:
+            if self.overlaps_deletes:
                 self._queue_deletes(deleter, final=False)
             if unmarked is not None:  # a quarantine write that failed: resume there
                 return self._checkpoint([*retrying, unmarked], deque())
@@ -492,11 +527,13 @@ class _Publication:
         """
         if len(plans) == 1:
             return [
-                EntryResult(error_code=_UNBUILDABLE, error_message=_describe(exc), retryable=False)
+                EntryResult(
+                    error_code=_UNBUILDABLE, error_message=describe_error(exc), retryable=False
+                )
             ]
         logger.warning(
             "a request could not be built; sending its entries one by one",
-            extra={"error": _describe(exc), "entries": len(plans)},
+            extra={"error": describe_error(exc), "entries": len(plans)},
         )
         return [result for plan in plans for result in self._send([plan])]
 
@@ -548,7 +585,7 @@ class _Publication:
                 self.result.quarantine_unmarkable += 1
                 logger.error(
                     "poison item cannot be marked; it stays pending for an operator",
-                    extra={**log_fields, "error_code": code, "error": _describe(exc)},
+                    extra={**log_fields, "error_code": code, "error": describe_error(exc)},
                 )
                 return True
             # Every other error, throttling or not, is retried: skipping would
@@ -606,57 +643,32 @@ class _Publication:
 
 def publish_outbox_items(
     candidates: Sequence[OutboxCandidate],
+    deps: PublishDependencies[PublisherDynamoDBClient],
     *,
-    sink: Sink,
-    table_name: str,
-    dynamodb_client: PublisherDynamoDBClient,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], datetime] = _utc_now,
-    delete_retries: int = DEFAULT_DELETE_RETRIES,
     should_continue: Callable[[], bool] | None = None,
     result: PublishResult | None = None,
-    overlap_deletes: bool = True,
     time_left: Callable[[], float] | None = None,
-    retry: RetryPolicy = DEFAULT_RETRY,
-    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
 ) -> PublishResult:
     """Publish outbox items in the order given; quarantine poison; delete what was published.
 
     The core shared by the stream handler and the sweeper. Entries that fail
     retryably are retried within the call, in the next request to the sink
-    with backoff (``retry``), for as long as ``time_left`` (seconds, the
+    with backoff (``deps.retry``), for as long as ``time_left`` (seconds, the
     invocation's) allows, or ``retry.max_attempts`` times without it. What is
     still not done then is reported as ``failure_position`` and
     ``failure_checkpoint``: the lowest position not published or quarantined,
     where Lambda resumes. Poison is quarantined and the run goes on. Deletes
-    happen as chunks fill and at the end, only for what was published, and
-    never fail the run; their retries stop short of the time budget.
+    happen as chunks fill (on a worker thread, while the next call to the sink
+    goes out) and at the end, only for what was published, and never fail the
+    run; their retries stop short of the time budget.
 
     ``should_continue`` is asked before each call to the sink (the sweeper's
     deadline); when it says no, the run stops there without a failure and
     ``stopped_at_position`` says where. Counts are added to ``result`` when one
-    is given. With ``overlap_deletes`` (the default) each full chunk of deletes runs
-    on a background thread while the next call to the sink goes out; without it,
-    every delete waits until the last send (the benchmark's comparison).
-    ``table_keys`` names the table's key attributes (the candidates' keys).
+    is given. The candidates' keys are named by ``deps.table_keys``.
     """
     result = result if result is not None else PublishResult()
-    publication = _Publication(
-        sink=sink,
-        table_name=table_name,
-        dynamodb_client=dynamodb_client,
-        sleep=sleep,
-        clock=clock,
-        delete_retries=delete_retries,
-        should_continue=should_continue,
-        result=result,
-        overlap_deletes=overlap_deletes,
-        time_left=time_left,
-        retry=retry,
-        table_keys=table_keys,
+    publication = Publication(
+        deps, result=result, should_continue=should_continue, time_left=time_left
     )
-    failure = publication.run(candidates)
-    if failure is not None:
-        result.failure_position = failure.candidate.position
-        result.failure_checkpoint = failure.candidate.checkpoint
-    return result
+    return publication.publish(candidates)

@@ -8,10 +8,15 @@ imported on first use), so the command line stays fast to start.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final, Literal, Protocol, overload
 
 if TYPE_CHECKING:
+    # boto3-stubs (dev only, requirements-dev.txt): the clients' real types.
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_sns import SNSClient
+
     from dynamodb_outbox.sinks import Sink
     from dynamodb_outbox.table_keys import TableKeys
 
@@ -30,7 +35,9 @@ __all__ = [
     "ENV_SORT_KEY",
     "ENV_TABLE_NAME",
     "ENV_TOPIC_ARN",
+    "ClientFactory",
     "ConfigurationError",
+    "boto3_client",
     "integer_env",
     "required_env",
     "sink_from_environment",
@@ -109,15 +116,33 @@ def table_keys_from_environment(environ: Mapping[str, str] | None = None) -> Tab
         raise ConfigurationError(f"environment variable {named}: {exc}") from None
 
 
-def _boto3_client(service: str) -> Any:
+class ClientFactory(Protocol):
+    """Makes the boto3 client of a service: :func:`boto3_client`, or a test's fakes."""
+
+    @overload
+    def __call__(self, service: Literal["dynamodb"]) -> DynamoDBClient: ...
+    @overload
+    def __call__(self, service: Literal["events"]) -> EventBridgeClient: ...
+    @overload
+    def __call__(self, service: Literal["sns"]) -> SNSClient: ...
+
+
+@overload
+def boto3_client(service: Literal["dynamodb"]) -> DynamoDBClient: ...
+@overload
+def boto3_client(service: Literal["events"]) -> EventBridgeClient: ...
+@overload
+def boto3_client(service: Literal["sns"]) -> SNSClient: ...
+def boto3_client(service: Literal["dynamodb", "events", "sns"]) -> object:
+    """The default boto3 client of ``service`` (region and endpoint from the environment)."""
     import boto3
 
-    return boto3.client(service)  # type: ignore[call-overload]
+    return boto3.client(service)
 
 
 def sink_from_environment(
     environ: Mapping[str, str] | None = None,
-    client_factory: Callable[[str], Any] | None = None,
+    client_factory: ClientFactory | None = None,
 ) -> Sink:
     """The sink ``OUTBOX_PUBLISH_TO`` selects: ``eventbridge`` (default) or ``sns``.
 
@@ -134,7 +159,7 @@ def sink_from_environment(
     )
 
     environ = os.environ if environ is None else environ
-    make_client: Callable[[str], Any] = client_factory or _boto3_client
+    make_client: ClientFactory = client_factory or boto3_client
     publish_to = environ.get(ENV_PUBLISH_TO, "").strip().lower() or PUBLISH_TO_EVENTBRIDGE
     if publish_to == PUBLISH_TO_EVENTBRIDGE:
         bus = required_env(ENV_EVENT_BUS_NAME, environ)

@@ -36,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Final, NamedTuple, Protocol, TypedDict
+from typing import Any, Final, NamedTuple, NotRequired, Protocol, TypedDict
 
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.trace_context import TraceContext
@@ -141,10 +141,14 @@ POISON_SNS_CODES: Final = frozenset(
 # --------------------------------------------------------------------------- clients
 
 
+# The entry shapes match boto3-stubs' (mypy_boto3_events, mypy_boto3_sns) key for
+# key, so that the real clients satisfy these Protocols under mypy.
+
+
 class PutEventsRequestEntry(TypedDict, total=False):
-    Time: datetime
+    Time: datetime | str
     Source: str
-    Resources: list[str]
+    Resources: Sequence[str]
     DetailType: str
     Detail: str
     EventBusName: str
@@ -162,12 +166,15 @@ class SnsMessageAttributeValue(TypedDict):
     StringValue: str
 
 
-class PublishBatchRequestEntry(TypedDict, total=False):
+class PublishBatchRequestEntry(TypedDict):
     Id: str
     Message: str
-    MessageAttributes: dict[str, SnsMessageAttributeValue]
-    MessageGroupId: str
-    MessageDeduplicationId: str
+    Subject: NotRequired[str]
+    MessageStructure: NotRequired[str]
+    #: of :class:`SnsMessageAttributeValue` (the stubs' value type also has BinaryValue)
+    MessageAttributes: NotRequired[Mapping[str, Any]]
+    MessageDeduplicationId: NotRequired[str]
+    MessageGroupId: NotRequired[str]
 
 
 class SnsClient(Protocol):

@@ -33,14 +33,12 @@ The rules, and why:
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, Final, NamedTuple, Protocol
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -68,8 +66,8 @@ from dynamodb_outbox.pending_index import (
     ulid_time,
 )
 from dynamodb_outbox.publishing import (
-    DEFAULT_DELETE_RETRIES,
     OutboxCandidate,
+    PublishDependencies,
     PublisherDynamoDBClient,
     PublishResult,
     publish_outbox_items,
@@ -81,6 +79,8 @@ from dynamodb_outbox.settings import (
     ENV_PENDING_INDEX,
     ENV_PENDING_SHARDS,
     ENV_TABLE_NAME,
+    ClientFactory,
+    boto3_client,
     integer_env,
     required_env,
     sink_from_environment,
@@ -165,10 +165,8 @@ class SweepResult:
 class _Sweep:
     def __init__(
         self,
+        deps: PublishDependencies[SweeperDynamoDBClient],
         *,
-        sink: Sink,
-        table_name: str,
-        dynamodb_client: SweeperDynamoDBClient,
         index_name: str,
         shards: int,
         min_age_seconds: int,
@@ -176,19 +174,15 @@ class _Sweep:
         now: datetime,
         time_left: Callable[[], float] | None,
         time_reserve_seconds: float,
-        sleep: Callable[[float], None],
-        clock: Callable[[], datetime],
-        delete_retries: int,
         read_retries: int,
-        table_keys: TableKeys,
     ) -> None:
         if isinstance(min_age_seconds, bool) or min_age_seconds < 0:
             raise ValueError(f"min_age_seconds must be >= 0, got {min_age_seconds}")
         if isinstance(max_items, bool) or max_items < 1:
             raise ValueError(f"max_items must be >= 1, got {max_items}")
-        self.sink = sink
-        self.table_name = table_name
-        self.dynamodb = dynamodb_client
+        self.deps = deps
+        self.table_name = deps.table_name
+        self.dynamodb = deps.dynamodb_client
         self.index_name = index_name
         self.shards = shard_keys(shards)
         self.min_age_seconds = min_age_seconds
@@ -196,11 +190,9 @@ class _Sweep:
         self.now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
         self.time_left = time_left
         self.time_reserve_seconds = time_reserve_seconds
-        self.sleep = sleep
-        self.clock = clock
-        self.delete_retries = delete_retries
+        self.sleep = deps.sleep
         self.read_retries = read_retries
-        self.table_keys = table_keys
+        self.table_keys = deps.table_keys
         # Spread the budget over the shards (the hash spreads items evenly), so a
         # backlog costs about ``max_items`` keys read, not ``shards * max_items``.
         self.page_limit = max(1, min(QUERY_MAX_PAGE, -(-max_items // len(self.shards))))
@@ -338,16 +330,10 @@ class _Sweep:
                 position += 1
             publish_outbox_items(
                 candidates,
-                sink=self.sink,
-                table_name=self.table_name,
-                dynamodb_client=self.dynamodb,
-                sleep=self.sleep,
-                clock=self.clock,
-                delete_retries=self.delete_retries,
+                self.deps,
                 should_continue=lambda: not self.out_of_time(),
                 result=publish,
                 time_left=self.time_left,
-                table_keys=self.table_keys,
             )
             if publish.failure_position is not None:
                 self.result.stopped_by, self.result.more_pending = "retryable_failure", True
@@ -364,15 +350,9 @@ class _Sweep:
         return self.result
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def sweep(
+    deps: PublishDependencies[SweeperDynamoDBClient],
     *,
-    sink: Sink,
-    table_name: str,
-    dynamodb_client: SweeperDynamoDBClient,
     index_name: str = DEFAULT_PENDING_INDEX,
     shards: int = DEFAULT_PENDING_SHARDS,
     min_age_seconds: int = DEFAULT_MIN_AGE_SECONDS,
@@ -380,40 +360,32 @@ def sweep(
     now: datetime | None = None,
     time_left: Callable[[], float] | None = None,
     time_reserve_seconds: float = DEFAULT_TIME_RESERVE_SECONDS,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], datetime] = _utc_now,
-    delete_retries: int = DEFAULT_DELETE_RETRIES,
     read_retries: int = DEFAULT_READ_RETRIES,
-    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
 ) -> SweepResult:
     """Publish pending outbox items older than ``min_age_seconds``; delete what was published.
 
-    ``now`` (default: ``clock()``) sets the age boundary. ``time_left`` returns
+    ``deps`` says where to publish and which table to read (its client must
+    read the pending index too); its ``sleep`` also paces the read retries.
+    ``now`` (default: ``deps.clock()``) sets the age boundary. ``time_left`` returns
     the seconds the invocation has left (the handler passes the Lambda
     context's); the run stops taking new work when fewer than
     ``time_reserve_seconds`` remain. ``shards`` must match the writers'
     ``pending_shards``. Query and BatchGetItem errors propagate (nothing has been
     published for the keys they concern); publish failures follow the
     publisher's rules: retried within the run's time, and an entry still
-    failing then stops the run. ``table_keys`` names the table's key
+    failing then stops the run. ``deps.table_keys`` names the table's key
     attributes; the pending index's sort key is the table's sort key.
     """
     return _Sweep(
-        sink=sink,
-        table_name=table_name,
-        dynamodb_client=dynamodb_client,
+        deps,
         index_name=index_name,
         shards=shards,
         min_age_seconds=min_age_seconds,
         max_items=max_items,
-        now=now if now is not None else clock(),
+        now=now if now is not None else deps.clock(),
         time_left=time_left,
         time_reserve_seconds=time_reserve_seconds,
-        sleep=sleep,
-        clock=clock,
-        delete_retries=delete_retries,
         read_retries=read_retries,
-        table_keys=table_keys,
     ).run()
 
 
@@ -433,17 +405,13 @@ class SweeperRuntime(NamedTuple):
     table_keys: TableKeys = DEFAULT_TABLE_KEYS
 
 
-def _boto3_client(service: str) -> Any:
-    return boto3.client(service)  # type: ignore[call-overload]
-
-
 def runtime_from_environment(
     environ: Mapping[str, str] | None = None,
-    client_factory: Callable[[str], Any] | None = None,
+    client_factory: ClientFactory | None = None,
 ) -> SweeperRuntime:
     """The sweeper's settings; raises :class:`ConfigurationError` naming a bad variable."""
     environ = os.environ if environ is None else environ
-    make_client = client_factory or _boto3_client
+    make_client: ClientFactory = client_factory or boto3_client
     return SweeperRuntime(
         sink=sink_from_environment(environ, make_client),
         table_name=required_env(ENV_TABLE_NAME, environ),
@@ -497,15 +465,17 @@ def handler(event: Mapping[str, Any] | None, context: LambdaContext) -> dict[str
     """Lambda entry point: ``dynamodb_outbox.sweeper.handler`` (the scheduled event is ignored)."""
     runtime = default_runtime()  # a configuration error fails the invocation, visibly
     result = sweep(
-        sink=runtime.sink,
-        table_name=runtime.table_name,
-        dynamodb_client=runtime.dynamodb_client,
+        PublishDependencies(
+            runtime.sink,
+            runtime.table_name,
+            runtime.dynamodb_client,
+            table_keys=runtime.table_keys,
+        ),
         index_name=runtime.index_name,
         shards=runtime.shards,
         min_age_seconds=runtime.min_age_seconds,
         max_items=runtime.max_items,
         time_left=lambda: context.get_remaining_time_in_millis() / 1000,
-        table_keys=runtime.table_keys,
     )
     record_metrics(result, metrics, runtime.sink.rules.name)
     metrics.flush_metrics()

@@ -17,8 +17,8 @@ import pytest
 from moto import mock_aws
 
 from tests.factories import ACCOUNT_ID, REGION, SOURCE, TABLE_NAME
+from tests.support.moto_tables import PENDING_INDEX, create_outbox_table
 
-PENDING_INDEX = "outbox-pending"
 BUS_NAME = "outbox-test-bus"
 
 
@@ -79,30 +79,7 @@ def dynamodb_client(aws: None) -> Any:
 
 @pytest.fixture
 def outbox_table(dynamodb_client: Any) -> OutboxTable:
-    dynamodb_client.create_table(
-        TableName=TABLE_NAME,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "PK", "AttributeType": "S"},
-            {"AttributeName": "SK", "AttributeType": "S"},
-            {"AttributeName": "outbox_pending_shard", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": PENDING_INDEX,
-                "KeySchema": [
-                    {"AttributeName": "outbox_pending_shard", "KeyType": "HASH"},
-                    {"AttributeName": "SK", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "KEYS_ONLY"},
-            }
-        ],
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
-    )
+    create_outbox_table(dynamodb_client, TABLE_NAME)
     return OutboxTable(client=dynamodb_client, name=TABLE_NAME)
 
 

@@ -1,6 +1,6 @@
 """Builders for consumer tests: SQS events as Lambda delivers them, bodies as
-EventBridge and SNS shape them, a fake Lambda context, the idempotency table and
-a recording consumer function.
+EventBridge and SNS shape them, reads of the idempotency table and a recording
+consumer function.
 
 Plain functions, not fixtures, so unit and functional tests can both import them.
 """
@@ -17,8 +17,8 @@ from typing import Any
 
 from dynamodb_outbox.envelope import Envelope
 from tests.factories import ACCOUNT_ID, REGION, make_envelope
+from tests.support.moto_tables import IDEMPOTENCY_TABLE
 
-IDEMPOTENCY_TABLE = "outbox-idempotency-test"
 STANDARD_QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:orders-consumer"
 FIFO_QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:orders-consumer.fifo"
 EVENT_BUS_NAME = "outbox-bus"
@@ -122,39 +122,7 @@ def failure_ids(response: Mapping[str, Any]) -> list[str]:
     return [failure["itemIdentifier"] for failure in response["batchItemFailures"]]
 
 
-# --------------------------------------------------------------------------- Lambda
-
-
-@dataclass
-class FakeLambdaContext:
-    """The part of the Lambda context Powertools reads: the time left."""
-
-    remaining_millis: int = 30_000
-    function_name: str = "orders-consumer"
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    memory_limit_in_mb: int = 256
-    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:orders-consumer"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_millis
-
-
 # --------------------------------------------------------------------------- DynamoDB
-
-
-def create_idempotency_table(client: Any, name: str = IDEMPOTENCY_TABLE) -> str:
-    """The table Powertools expects: hash key ``id`` (S), TTL on ``expiration``."""
-    client.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-    )
-    client.update_time_to_live(
-        TableName=name,
-        TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiration"},
-    )
-    return name
 
 
 def scan_items(client: Any, table_name: str = IDEMPOTENCY_TABLE) -> list[dict[str, Any]]:

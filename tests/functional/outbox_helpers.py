@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
 from ulid import ULID
 
 from dynamodb_outbox.envelope import ATTR_PENDING_SHARD, Envelope, outbox_item
 from dynamodb_outbox.sinks import put_events_entry_size
-from tests.factories import REGION, make_envelope, outbox_stream_record, sequence_numbers
+from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
 if TYPE_CHECKING:
     from tests.functional.conftest import OutboxTable
@@ -25,10 +24,6 @@ if TYPE_CHECKING:
 FIXED_NOW = datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)
 FIXED_NOW_ISO = "2026-01-02T03:04:05.678Z"
 PK = "ORDER#1001"
-
-
-def client_error(code: str, operation: str) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": f"injected {code}"}}, operation)
 
 
 # -------------------------------------------------------------------------- writes
@@ -314,19 +309,3 @@ class CountingDynamoDB:
     def items_read(self) -> int:
         """Index entries plus items returned to the sweeper: what it paid to read."""
         return self.query_items + self.batch_get_items
-
-
-# ------------------------------------------------------------------------- lambda
-
-
-@dataclass
-class FakeLambdaContext:
-    function_name: str = "outbox-sweeper"
-    function_version: str = "$LATEST"
-    memory_limit_in_mb: int = 256
-    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:outbox-sweeper"
-    aws_request_id: str = "00000000-0000-0000-0000-000000000002"
-    remaining_millis: int = 60_000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_millis

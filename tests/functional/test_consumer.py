@@ -32,10 +32,7 @@ from dynamodb_outbox.envelope import Envelope
 from tests.factories import make_envelope
 from tests.functional.consumer_fixtures import (
     FIFO_QUEUE_ARN,
-    IDEMPOTENCY_TABLE,
-    FakeLambdaContext,
     Recorder,
-    create_idempotency_table,
     envelopes,
     eventbridge_body,
     failure_ids,
@@ -46,6 +43,8 @@ from tests.functional.consumer_fixtures import (
     sqs_event,
     sqs_record,
 )
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 CONSUMER = "orders-consumer"
 

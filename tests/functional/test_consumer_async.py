@@ -20,9 +20,6 @@ from dynamodb_outbox.consumer import OutboxConsumer, process_sqs_batch
 from dynamodb_outbox.envelope import Envelope
 from tests.factories import make_envelope
 from tests.functional.consumer_fixtures import (
-    IDEMPOTENCY_TABLE,
-    FakeLambdaContext,
-    create_idempotency_table,
     eventbridge_body,
     failure_ids,
     idempotency_records,
@@ -30,6 +27,8 @@ from tests.functional.consumer_fixtures import (
     sqs_event,
     sqs_record,
 )
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 CONSUMER = "async-consumer"
 

@@ -21,11 +21,8 @@ from dynamodb_outbox.consumer import process_sqs_batch
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.local import SqsMapping, VirtualClock, mapping_config
 from tests.factories import REGION, make_envelope
-from tests.functional.consumer_fixtures import (
-    IDEMPOTENCY_TABLE,
-    create_idempotency_table,
-    eventbridge_body,
-)
+from tests.functional.consumer_fixtures import eventbridge_body
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 CONSUMER = "concurrent-consumer"
 SEEDS = range(12)

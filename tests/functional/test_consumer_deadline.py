@@ -20,14 +20,13 @@ from dynamodb_outbox.envelope import Envelope
 from tests.factories import make_envelope
 from tests.functional.consumer_fixtures import (
     FIFO_QUEUE_ARN,
-    IDEMPOTENCY_TABLE,
-    create_idempotency_table,
     eventbridge_body,
     failure_ids,
     redelivered,
     sqs_event,
     sqs_record,
 )
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 TIMEOUT_SECONDS = 30.0
 SECONDS_PER_EVENT = 4.0

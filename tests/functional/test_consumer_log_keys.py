@@ -25,7 +25,7 @@ from dynamodb_outbox.local.records import (
     sqs_record,
 )
 from tests.factories import make_envelope
-from tests.functional.consumer_fixtures import IDEMPOTENCY_TABLE, create_idempotency_table
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 CONTEXT = LambdaContext("arn:aws:lambda:us-east-1:123456789012:function:billing")
 TRACE_OK = "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"

@@ -17,9 +17,6 @@ from dynamodb_outbox.settings import ConfigurationError
 from tests.factories import make_envelope
 from tests.functional.consumer_fixtures import (
     FIFO_QUEUE_ARN,
-    IDEMPOTENCY_TABLE,
-    FakeLambdaContext,
-    create_idempotency_table,
     envelopes,
     eventbridge_body,
     failure_ids,
@@ -30,6 +27,8 @@ from tests.functional.consumer_fixtures import (
     sqs_event,
     sqs_record,
 )
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 CONSUMER = "reference"
 

@@ -19,12 +19,8 @@ from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.local import LambdaContext
 from dynamodb_outbox.local.records import consumer_event
 from tests.factories import make_envelope
-from tests.functional.consumer_fixtures import (
-    IDEMPOTENCY_TABLE,
-    create_idempotency_table,
-    failure_ids,
-    idempotency_records,
-)
+from tests.functional.consumer_fixtures import failure_ids, idempotency_records
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 CONTEXT = LambdaContext("arn:aws:lambda:us-east-1:123456789012:function:billing")
 

@@ -26,22 +26,16 @@ from dynamodb_outbox.envelope import (
 )
 from dynamodb_outbox.event_ids import event_id_at
 from dynamodb_outbox.publisher import publish_stream_batch
-from dynamodb_outbox.publishing import PublishResult
+from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter
 from tests.factories import make_envelope, sequence_numbers, stream_record
 from tests.functional.conftest import PENDING_INDEX, EventBus, OutboxTable
-from tests.functional.consumer_fixtures import (
-    IDEMPOTENCY_TABLE,
-    FakeLambdaContext,
-    create_idempotency_table,
-    eventbridge_body,
-    failure_ids,
-    sqs_event,
-    sqs_record,
-)
-from tests.functional.outbox_helpers import client_error
+from tests.functional.consumer_fixtures import eventbridge_body, failure_ids, sqs_event, sqs_record
+from tests.support.aws_errors import client_error
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 PK = "ORDER#1001"
 OVERFLOWING_TIME = "0001-01-01T00:00:00+01:00"
@@ -79,7 +73,7 @@ def _publish_between_good_ones(
         table.put(item)
     records = [stream_record(item, next(seqs)) for item in items]
     result = publish_stream_batch(
-        records, sink=sink, table_name=table.name, dynamodb_client=table.client
+        records, PublishDependencies(sink=sink, table_name=table.name, dynamodb_client=table.client)
     )
     return result, [first, last]
 
@@ -135,9 +129,11 @@ def test_sweeper_quarantines_an_overflowing_time_and_recovers_everything_after_i
 
     for _ in range(2):  # a second run finds nothing left to do
         result = sweep(
-            sink=EventBridgeSink(event_bus.client, event_bus.name),
-            table_name=outbox_table.name,
-            dynamodb_client=outbox_table.client,
+            PublishDependencies(
+                sink=EventBridgeSink(event_bus.client, event_bus.name),
+                table_name=outbox_table.name,
+                dynamodb_client=outbox_table.client,
+            ),
             index_name=PENDING_INDEX,
             min_age_seconds=0,
         )
@@ -194,9 +190,9 @@ def test_publisher_and_sweeper_quarantine_an_envelope_nested_50000_levels(
     bad_again = _hand_written(text.replace(event_id, event_id[:-1] + "0"), event_id[:-1] + "0")
     outbox_table.put(bad_again)
     swept = sweep(
-        sink=sink,
-        table_name=outbox_table.name,
-        dynamodb_client=outbox_table.client,
+        PublishDependencies(
+            sink=sink, table_name=outbox_table.name, dynamodb_client=outbox_table.client
+        ),
         index_name=PENDING_INDEX,
         min_age_seconds=0,
     )
@@ -318,9 +314,11 @@ def test_a_quarantine_write_dynamodb_refuses_never_holds_the_batch(
 
     result = publish_stream_batch(
         [stream_record(item, next(seqs)) for item in items],
-        sink=EventBridgeSink(event_bus.client, event_bus.name),
-        table_name=outbox_table.name,
-        dynamodb_client=QuarantineRefused(outbox_table.client),
+        PublishDependencies(
+            sink=EventBridgeSink(event_bus.client, event_bus.name),
+            table_name=outbox_table.name,
+            dynamodb_client=QuarantineRefused(outbox_table.client),
+        ),
     )
 
     assert result.response() == {"batchItemFailures": []}

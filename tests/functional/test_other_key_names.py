@@ -26,6 +26,7 @@ from dynamodb_outbox.envelope import (
 from dynamodb_outbox.local import LambdaContext, StreamMapping, VirtualClock, mapping_config
 from dynamodb_outbox.local.records import outbox_stream_record, stream_event
 from dynamodb_outbox.ops import main as outbox_ops
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sweeper import runtime_from_environment, sweep
 from dynamodb_outbox.table_keys import TableKeys
 from dynamodb_outbox.writer import Condition, OutboxWriter
@@ -171,12 +172,14 @@ def test_the_sweeper_finds_and_publishes_pending_items_by_the_tables_keys(
     # WHEN the sweeper runs with the environment the module gives it
     runtime = runtime_from_environment()
     result = sweep(
-        sink=runtime.sink,
-        table_name=runtime.table_name,
-        dynamodb_client=runtime.dynamodb_client,
+        PublishDependencies(
+            runtime.sink,
+            runtime.table_name,
+            runtime.dynamodb_client,
+            table_keys=runtime.table_keys,
+        ),
         index_name=runtime.index_name,
         min_age_seconds=0,
-        table_keys=runtime.table_keys,
     )
 
     # THEN it read them from the index, published them oldest first and deleted them

@@ -15,17 +15,14 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from dynamodb_outbox.consumer import OutboxConsumer
 from dynamodb_outbox.envelope import ATTR_ENVELOPE, Envelope
 from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import PUBLISH_TO_SNS, SnsSink
 from dynamodb_outbox.writer import OutboxWriter
 from tests.factories import REGION, SOURCE, sequence_numbers, stream_record
-from tests.functional.consumer_fixtures import (
-    IDEMPOTENCY_TABLE,
-    FakeLambdaContext,
-    create_idempotency_table,
-    sqs_event,
-    sqs_record,
-)
+from tests.functional.consumer_fixtures import sqs_event, sqs_record
 from tests.functional.outbox_helpers import FIXED_NOW
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 if TYPE_CHECKING:
     from tests.functional.conftest import OutboxTable, SnsTopic
@@ -60,11 +57,13 @@ def test_money_read_from_dynamodb_reaches_the_consumer_with_its_exact_digits(
     assert '"total":12345678901234567.89' in item[ATTR_ENVELOPE]["S"]
     result = publish_stream_batch(
         [stream_record(item, next(sequence_numbers()))],  # type: ignore[list-item]
-        sink=SnsSink(sns_topic.client, sns_topic.arn),
-        table_name=outbox_table.name,
-        dynamodb_client=outbox_table.client,
-        sleep=lambda _: None,
-        clock=lambda: FIXED_NOW,
+        PublishDependencies(
+            sink=SnsSink(sns_topic.client, sns_topic.arn),
+            table_name=outbox_table.name,
+            dynamodb_client=outbox_table.client,
+            sleep=lambda _: None,
+            clock=lambda: FIXED_NOW,
+        ),
     )
     assert (result.published, result.quarantined) == (1, 0)
     (message,) = sns_topic.received()

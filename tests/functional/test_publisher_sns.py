@@ -16,20 +16,20 @@ from botocore.exceptions import EndpointConnectionError
 from dynamodb_outbox import publisher
 from dynamodb_outbox.envelope import ATTR_ENVELOPE
 from dynamodb_outbox.publisher import publish_stream_batch
-from dynamodb_outbox.publishing import PublishResult
+from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.sinks import SNS_MAX_REQUEST_BYTES, SnsSink, sns_entry_size
 from tests.factories import outbox_stream_record, sequence_numbers, stream_event
 from tests.functional.outbox_helpers import (
     FIXED_NOW,
     PK,
-    FakeLambdaContext,
     RecordingSns,
     assert_quarantined,
-    client_error,
     outbox_sort_keys,
     write_outbox,
 )
+from tests.support.aws_errors import client_error
+from tests.support.lambda_context import FakeLambdaContext
 
 if TYPE_CHECKING:
     from tests.functional.conftest import OutboxTable, SnsTopic
@@ -46,11 +46,13 @@ def run_sns_publisher(
     sns = sns or RecordingSns(topic.client)
     result = publish_stream_batch(
         records,  # type: ignore[arg-type]
-        sink=SnsSink(sns, topic.arn, max_request_bytes=max_request_bytes),
-        table_name=table.name,
-        dynamodb_client=table.client,
-        sleep=lambda _: None,
-        clock=lambda: FIXED_NOW,
+        PublishDependencies(
+            sink=SnsSink(sns, topic.arn, max_request_bytes=max_request_bytes),
+            table_name=table.name,
+            dynamodb_client=table.client,
+            sleep=lambda _: None,
+            clock=lambda: FIXED_NOW,
+        ),
     )
     return result, sns
 

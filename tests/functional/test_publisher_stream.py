@@ -11,24 +11,23 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
-from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.exceptions import EndpointConnectionError
 from ulid import ULID
 
 from dynamodb_outbox import publisher
 from dynamodb_outbox.envelope import (
     ATTR_ENVELOPE,
-    ATTR_PENDING_SHARD,
     Envelope,
     outbox_item,
 )
 from dynamodb_outbox.log_keys import key_digest
 from dynamodb_outbox.publisher import MissingSequenceNumber, publish_stream_batch
-from dynamodb_outbox.publishing import PublishResult, RetryPolicy
+from dynamodb_outbox.publishing import PublishDependencies, PublishResult, RetryPolicy
 from dynamodb_outbox.sinks import PUT_EVENTS_MAX_REQUEST_BYTES, EventBridgeSink
 from tests.factories import (
     REGION,
@@ -38,20 +37,20 @@ from tests.factories import (
     stream_event,
     stream_record,
 )
-from tests.functional.outbox_helpers import RecordingEvents
+from tests.functional.outbox_helpers import (
+    FIXED_NOW,
+    RecordingEvents,
+    assert_quarantined,
+    outbox_sort_keys,
+    write_outbox,
+)
+from tests.support.aws_errors import client_error
+from tests.support.lambda_context import FakeLambdaContext
 
 if TYPE_CHECKING:
     from tests.functional.conftest import EventBus, OutboxTable
 
-FIXED_NOW = datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)
-FIXED_NOW_ISO = "2026-01-02T03:04:05.678Z"
-
-
 # ----------------------------------------------------------------- fault injection
-
-
-def _client_error(code: str, operation: str) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": f"injected {code}"}}, operation)
 
 
 class FaultyDynamoDB:
@@ -98,48 +97,6 @@ class FaultyDynamoDB:
 
 
 @dataclass
-class Outbox:
-    """Outbox items written to the table and their stream records, in stream order."""
-
-    envelopes: list[Envelope]
-    records: list[dict[str, Any]]
-
-    @property
-    def ids(self) -> list[str]:
-        return [envelope.id for envelope in self.envelopes]
-
-    def sk(self, index: int) -> str:
-        return self.envelopes[index].outbox_sk
-
-    def seq(self, index: int) -> str:
-        sequence: str = self.records[index]["dynamodb"]["SequenceNumber"]
-        return sequence
-
-
-def write_outbox(
-    table: OutboxTable,
-    count: int,
-    *,
-    seqs: Iterator[str] | None = None,
-    data_bytes: int = 0,
-    pk: str = "ORDER#1001",
-) -> Outbox:
-    """Commit ``count`` outbox items and build their INSERT records (ids grow like ULIDs)."""
-    seqs = seqs or sequence_numbers()
-    envelopes: list[Envelope] = []
-    records: list[dict[str, Any]] = []
-    for n in range(count):
-        data: dict[str, Any] = {"n": n}
-        if data_bytes:
-            data["blob"] = "x" * data_bytes
-        envelope = make_envelope(data=data)
-        table.put(outbox_item(pk, envelope))
-        envelopes.append(envelope)
-        records.append(outbox_stream_record(envelope, pk, next(seqs)))
-    return Outbox(envelopes, records)
-
-
-@dataclass
 class Run:
     result: PublishResult
     events: RecordingEvents
@@ -166,14 +123,16 @@ def run_publisher(
 
     result = publish_stream_batch(
         records,  # type: ignore[arg-type]
-        sink=EventBridgeSink(events, bus.name),
-        table_name=table.name,
-        dynamodb_client=dynamodb or table.client,
-        sleep=sleep,
-        clock=lambda: FIXED_NOW,
-        delete_retries=delete_retries,
-        # The full-jitter draw at its top, so the waits are known.
-        retry=RetryPolicy(jitter=lambda: 1.0),
+        PublishDependencies(
+            sink=EventBridgeSink(events, bus.name),
+            table_name=table.name,
+            dynamodb_client=dynamodb or table.client,
+            sleep=sleep,
+            clock=lambda: FIXED_NOW,
+            delete_retries=delete_retries,
+            # The full-jitter draw at its top, so the waits are known.
+            retry=RetryPolicy(jitter=lambda: 1.0),
+        ),
     )
     caller = threading.current_thread().name
     return Run(
@@ -182,20 +141,6 @@ def run_publisher(
         sleeps=[seconds for thread, seconds in waits if thread != caller],
         sleeps_between_calls=[seconds for thread, seconds in waits if thread == caller],
     )
-
-
-def outbox_sort_keys(table: OutboxTable) -> set[str]:
-    return {sk for sk in table.sort_keys() if sk.startswith("OUTBOX#")}
-
-
-def assert_quarantined(table: OutboxTable, pk: str, sk: str, reason_part: str) -> None:
-    item = table.get({"PK": {"S": pk}, "SK": {"S": sk}})
-    assert item is not None, "a quarantined item must stay in the table"
-    assert item["outbox_status"] == {"S": "QUARANTINED"}
-    assert reason_part in item["quarantine_reason"]["S"]
-    assert item["quarantined_at"] == {"S": FIXED_NOW_ISO}
-    assert ATTR_PENDING_SHARD not in item
-    assert sk not in table.pending_sort_keys()
 
 
 @pytest.fixture
@@ -295,7 +240,7 @@ def test_event_over_the_request_limit_is_quarantined_never_sent_and_others_publi
     assert run.result.response() == {"batchItemFailures": []}
     assert huge.ids[0] not in [i for call in run.events.sent_ids() for i in call]
     assert event_bus.received_ids() == before.ids + after.ids
-    assert_quarantined(outbox_table, "ORDER#1001", huge.sk(0), "too large")
+    assert_quarantined(outbox_table, huge.sk(0), "too large")
     assert outbox_sort_keys(outbox_table) == {huge.sk(0)}
     assert run.result.quarantined == 1
 
@@ -395,7 +340,7 @@ def test_unknown_put_events_error_code_is_retried_not_quarantined(
 @pytest.mark.parametrize(
     "error",
     [
-        _client_error("ThrottlingException", "PutEvents"),
+        client_error("ThrottlingException", "PutEvents"),
         EndpointConnectionError(endpoint_url="https://events.us-east-1.amazonaws.com"),
     ],
     ids=["client-error", "connection-error"],
@@ -419,7 +364,7 @@ def test_calls_that_keep_raising_checkpoint_at_their_first_record_and_delete_not
     outbox_table: OutboxTable, event_bus: EventBus
 ) -> None:
     outbox = write_outbox(outbox_table, 4)
-    failure = _client_error("InternalFailure", "PutEvents")
+    failure = client_error("InternalFailure", "PutEvents")
     events = RecordingEvents(event_bus.client, raise_on_calls=dict.fromkeys(range(5), failure))
 
     run = run_publisher(outbox.records, outbox_table, event_bus, events=events)
@@ -510,7 +455,7 @@ def test_poison_record_is_quarantined_out_of_the_pending_index_and_the_batch_goe
     assert event_bus.received_ids() == first.ids + last.ids
     # AND the poison item is kept, marked, out of the pending index, never sent
     poison_sk = poison_item["SK"]["S"]
-    assert_quarantined(outbox_table, "ORDER#1001", poison_sk, reason_part)
+    assert_quarantined(outbox_table, poison_sk, reason_part)
     assert outbox_sort_keys(outbox_table) == {poison_sk}
     assert len(run.events.calls) == 1 and len(run.events.calls[0]) == 2
     assert run.result.quarantined == 1
@@ -525,7 +470,7 @@ def test_entry_rejected_as_malformed_by_put_events_is_quarantined(
     run = run_publisher(outbox.records, outbox_table, event_bus, events=events)
 
     assert run.result.response() == {"batchItemFailures": []}
-    assert_quarantined(outbox_table, "ORDER#1001", outbox.sk(1), "MalformedDetail")
+    assert_quarantined(outbox_table, outbox.sk(1), "MalformedDetail")
     assert outbox_sort_keys(outbox_table) == {outbox.sk(1)}
     assert sorted(event_bus.received_ids()) == sorted([outbox.ids[0], outbox.ids[2]])
 
@@ -558,7 +503,7 @@ def test_quarantine_write_failing_checkpoints_at_the_poison_record(
     last = write_outbox(outbox_table, 1, seqs=seqs)
     dynamodb = FaultyDynamoDB(
         outbox_table.client,
-        update_error=_client_error("ProvisionedThroughputExceededException", "UpdateItem"),
+        update_error=client_error("ProvisionedThroughputExceededException", "UpdateItem"),
     )
 
     run = run_publisher(
@@ -618,7 +563,7 @@ def test_unprocessed_deletes_are_retried_with_backoff_until_they_succeed(
     [
         lambda real: FaultyDynamoDB(real, unprocessed_calls=-1),
         lambda real: FaultyDynamoDB(
-            real, batch_write_error=_client_error("InternalServerError", "BatchWriteItem")
+            real, batch_write_error=client_error("InternalServerError", "BatchWriteItem")
         ),
     ],
     ids=["always-unprocessed", "always-raising"],
@@ -670,15 +615,6 @@ def test_deletes_go_in_requests_of_25_without_duplicate_keys(
 
 
 # ----------------------------------------------------------------------- handler
-
-
-@dataclass
-class FakeLambdaContext:
-    function_name: str = "outbox-publisher"
-    function_version: str = "$LATEST"
-    memory_limit_in_mb: int = 256
-    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:outbox-publisher"
-    aws_request_id: str = "00000000-0000-0000-0000-000000000001"
 
 
 def _lambda_records_from_moto_stream(table: OutboxTable) -> list[dict[str, Any]]:
@@ -749,7 +685,10 @@ def test_handler_reports_the_checkpoint_of_a_retryable_failure(
     publisher.default_runtime.cache_clear()
     outbox = write_outbox(outbox_table, 2)
 
-    response = publisher.handler(stream_event(outbox.records), FakeLambdaContext())
+    # (with a second left, it retries for most of it, as it would near a timeout)
+    response = publisher.handler(
+        stream_event(outbox.records), FakeLambdaContext(remaining_millis=1_000)
+    )
 
     assert response == {"batchItemFailures": [{"itemIdentifier": outbox.seq(0)}]}
     assert outbox_sort_keys(outbox_table) == {outbox.sk(0), outbox.sk(1)}
@@ -778,7 +717,7 @@ def test_logs_name_a_poison_item_by_its_outbox_sk_never_by_the_entity_key(
     outbox_table.put(item)
     dynamodb = FaultyDynamoDB(
         outbox_table.client,
-        update_error=_client_error("ProvisionedThroughputExceededException", "UpdateItem"),
+        update_error=client_error("ProvisionedThroughputExceededException", "UpdateItem"),
     )
 
     run_publisher([stream_record(item, "1")], outbox_table, event_bus, dynamodb=dynamodb)
@@ -801,7 +740,7 @@ def test_logs_of_undeleted_items_carry_no_entity_key(
     outbox = write_outbox(outbox_table, 2, pk=PERSONAL_PK)
     dynamodb = FaultyDynamoDB(
         outbox_table.client,
-        batch_write_error=_client_error("InternalServerError", "BatchWriteItem"),
+        batch_write_error=client_error("InternalServerError", "BatchWriteItem"),
     )
 
     run_publisher(outbox.records, outbox_table, event_bus, dynamodb=dynamodb, delete_retries=0)

@@ -9,6 +9,8 @@ from typing import Any
 import boto3
 import pytest
 
+from tests.support.moto_tables import create_outbox_table
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -24,24 +26,7 @@ def producer_blocks() -> list[str]:
 
 
 def create_orders_table(*, stream: bool = False) -> None:
-    client = boto3.client("dynamodb")
-    client.create_table(
-        TableName="orders",
-        StreamSpecification=(
-            {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
-            if stream
-            else {"StreamEnabled": False}
-        ),
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "PK", "AttributeType": "S"},
-            {"AttributeName": "SK", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-    )
+    create_outbox_table(boto3.client("dynamodb"), "orders", stream="NEW_IMAGE" if stream else None)
 
 
 def test_the_producer_snippets_run_against_an_orders_table(aws: None, capsys: Any) -> None:
@@ -96,7 +81,7 @@ def test_the_testing_snippet_drives_the_readme_consumer_with_built_records(
     aws: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN the README's writer and consumer, with their tables
-    from tests.functional.consumer_fixtures import create_idempotency_table
+    from tests.support.moto_tables import create_idempotency_table
 
     create_orders_table()
     monkeypatch.setenv(
@@ -121,7 +106,7 @@ def test_the_whole_path_snippet_takes_both_orders_from_the_table_to_billing(
 ) -> None:
     # GIVEN the README's writer (its order written) and consumer, the table streaming
     from dynamodb_outbox import publisher
-    from tests.functional.consumer_fixtures import create_idempotency_table
+    from tests.support.moto_tables import create_idempotency_table
 
     create_orders_table(stream=True)
     monkeypatch.setenv(
@@ -161,7 +146,7 @@ def test_the_typed_payload_snippet_hands_the_function_the_model(
     from dynamodb_outbox.local import LambdaContext
     from dynamodb_outbox.local.records import consumer_event
     from tests.factories import make_envelope
-    from tests.functional.consumer_fixtures import create_idempotency_table
+    from tests.support.moto_tables import create_idempotency_table
 
     monkeypatch.setenv(
         "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))

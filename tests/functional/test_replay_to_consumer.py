@@ -32,14 +32,10 @@ from dynamodb_outbox.ops import main
 from dynamodb_outbox.reference_consumer import build_handler
 from dynamodb_outbox.sinks import EventBridgeSink, OutboundEvent
 from tests.factories import ACCOUNT_ID, REGION, SOURCE, make_envelope
-from tests.functional.consumer_fixtures import (
-    IDEMPOTENCY_TABLE,
-    FakeLambdaContext,
-    create_idempotency_table,
-    envelopes,
-    sqs_record,
-)
+from tests.functional.consumer_fixtures import envelopes, sqs_record
 from tests.functional.outbox_helpers import ulid_at
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
 
 NAME = "orders"
 CONSUMERS = ("audit", "billing")

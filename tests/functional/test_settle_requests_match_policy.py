@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynamodb_outbox.envelope import ATTR_ENVELOPE, outbox_item
 from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
 from tests.factories import make_envelope, outbox_stream_record, stream_record
 from tests.functional.outbox_helpers import FIXED_NOW, RecordingEvents
@@ -81,10 +82,12 @@ def test_deletes_and_quarantine_updates_name_only_the_attributes_the_policy_allo
     # WHEN the stream publisher handles both
     result = publish_stream_batch(
         [outbox_stream_record(good, "ORDER#1001", "1"), stream_record(poison_item, "2")],  # type: ignore[list-item]
-        sink=EventBridgeSink(RecordingEvents(event_bus.client), event_bus.name),
-        table_name=outbox_table.name,
-        dynamodb_client=outbox_table.client,
-        clock=lambda: FIXED_NOW,
+        PublishDependencies(
+            sink=EventBridgeSink(RecordingEvents(event_bus.client), event_bus.name),
+            table_name=outbox_table.name,
+            dynamodb_client=outbox_table.client,
+            clock=lambda: FIXED_NOW,
+        ),
     )
     assert (result.quarantined, result.deleted) == (1, 1)
 

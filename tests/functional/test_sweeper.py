@@ -26,7 +26,7 @@ from dynamodb_outbox.envelope import (
 )
 from dynamodb_outbox.log_keys import key_digest
 from dynamodb_outbox.publisher import publish_stream_batch
-from dynamodb_outbox.publishing import PublishResult
+from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.sinks import EntryResult, EventBridgeSink, OutboundEvent, Sink, SnsSink
 from dynamodb_outbox.sweeper import SweepResult, sweep
@@ -37,14 +37,14 @@ from tests.functional.outbox_helpers import (
     FIXED_NOW_ISO,
     PK,
     CountingDynamoDB,
-    FakeLambdaContext,
     RecordingEvents,
     assert_quarantined,
-    client_error,
     outbox_sort_keys,
     ulid_at,
     write_outbox,
 )
+from tests.support.aws_errors import client_error
+from tests.support.lambda_context import FakeLambdaContext
 
 if TYPE_CHECKING:
     from tests.functional.conftest import EventBus, OutboxTable, SnsTopic
@@ -91,17 +91,19 @@ def run_sweep(
     sleeps: list[float] | None = None,
 ) -> SweepResult:
     return sweep(
-        sink=sink,
-        table_name=table.name,
-        dynamodb_client=dynamodb or table.client,
+        PublishDependencies(
+            sink=sink,
+            table_name=table.name,
+            dynamodb_client=dynamodb or table.client,
+            sleep=(sleeps if sleeps is not None else []).append,
+            clock=lambda: NOW,
+        ),
         index_name="outbox-pending",
         shards=8,
         min_age_seconds=int(MIN_AGE.total_seconds()),
         max_items=max_items,
         now=now,
         time_left=time_left,
-        sleep=(sleeps if sleeps is not None else []).append,
-        clock=lambda: NOW,
     )
 
 
@@ -114,11 +116,13 @@ def run_stream(
 ) -> PublishResult:
     return publish_stream_batch(
         records,  # type: ignore[arg-type]
-        sink=sink,
-        table_name=table.name,
-        dynamodb_client=dynamodb or table.client,
-        sleep=lambda _: None,
-        clock=lambda: NOW,
+        PublishDependencies(
+            sink=sink,
+            table_name=table.name,
+            dynamodb_client=dynamodb or table.client,
+            sleep=lambda _: None,
+            clock=lambda: NOW,
+        ),
     )
 
 

@@ -25,6 +25,7 @@ from dynamodb_outbox.writer import (
     condition_check_action,
     update_action,
 )
+from tests.support.moto_tables import create_outbox_table
 
 TABLE = "writer-outbox-test"
 ORDER = {"PK": "ORDER#1001", "SK": "META", "status": "PLACED", "total": Decimal("42.50")}
@@ -46,22 +47,10 @@ def writer_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def writer_dynamodb(writer_aws_env: None) -> Iterator[Any]:
-    """A moto DynamoDB client with the outbox table: PK/SK strings, stream with NEW_IMAGE."""
+    """A moto DynamoDB client with the outbox table."""
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(
-            TableName=TABLE,
-            KeySchema=[
-                {"AttributeName": "PK", "KeyType": "HASH"},
-                {"AttributeName": "SK", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "PK", "AttributeType": "S"},
-                {"AttributeName": "SK", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
-        )
+        create_outbox_table(client, TABLE)
         yield client
 
 

@@ -20,8 +20,8 @@ import boto3
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
 from dynamodb_outbox.sinks import EventBridgeSink, Sink, SnsSink
-from tests.functional.consumer_fixtures import create_idempotency_table
-from tests.reliability.pipeline import REGION, aws_environment, create_outbox_table
+from tests.reliability.pipeline import REGION, aws_environment
+from tests.support.moto_tables import create_idempotency_table, create_outbox_table
 
 TABLE = "generated"
 #: moto copies every table of a region before each TransactWriteItems (to roll it
@@ -127,7 +127,7 @@ def generated_stack() -> Iterator[Stack]:
         dynamodb = session.client("dynamodb")
         # No stream: records are built by hand, and moto would keep every record
         # in memory and copy them on every transaction.
-        create_outbox_table(dynamodb, TABLE, stream=False)
+        create_outbox_table(dynamodb, TABLE, stream=None)
         idempotency = boto3.client("dynamodb", region_name=IDEMPOTENCY_REGION)
         create_idempotency_table(idempotency, IDEMPOTENCY_TABLE)
         events = session.client("events")

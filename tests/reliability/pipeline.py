@@ -32,7 +32,6 @@ import boto3
 import jsonpath_ng.ext
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
-from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from dynamodb_outbox.consumer import OutboxConsumer
@@ -51,14 +50,16 @@ from dynamodb_outbox.local import (
     stream_records_follow,
 )
 from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.reference_consumer import build_handler
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import SweepResult, sweep
+from tests.support.aws_errors import client_error
+from tests.support.moto_tables import PENDING_INDEX, create_idempotency_table, create_outbox_table
 
 REGION = "eu-west-1"
 TABLE = "orders"
 IDEMPOTENCY_TABLE = "orders-idempotency"
-PENDING_INDEX = "outbox-pending"
 BUS = "orders-bus"
 SOURCE = "app.orders"
 CONSUMER = "orders-consumer"
@@ -111,10 +112,6 @@ class PublisherCrash(Exception):
 
 class ConsumerBoom(RuntimeError):
     """The consumer's function failing."""
-
-
-def _client_error(code: str, operation: str) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": f"injected {code}"}}, operation)
 
 
 #: The faults fired by the invocation running in this context: a context
@@ -177,7 +174,7 @@ class FaultyEvents:
     def put_events(self, *, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         plan = self._plan
         if plan.roll("put_events_raises"):
-            raise _client_error("InternalException", "PutEvents")
+            raise client_error("InternalException", "PutEvents")
         answers: list[dict[str, Any] | None] = []
         to_send: list[dict[str, Any]] = []
         duplicates: list[dict[str, Any]] = []
@@ -203,7 +200,7 @@ class FaultyEvents:
         if self._hang is not None and plan.roll("publisher_timeout"):
             self._hang()  # the call hangs: the invocation outlives its timeout
         if plan.roll("put_events_lost_reply"):
-            raise _client_error("InternalException", "PutEvents")
+            raise client_error("InternalException", "PutEvents")
         replies = iter(sent)
         entries = [answer if answer is not None else next(replies) for answer in answers]
         return {"FailedEntryCount": sum("ErrorCode" in e for e in entries), "Entries": entries}
@@ -221,7 +218,7 @@ class FaultyTableClient:
 
     def update_item(self, **kwargs: Any) -> Any:
         if self._plan.roll("quarantine_write_fails"):
-            raise _client_error("ProvisionedThroughputExceededException", "UpdateItem")
+            raise client_error("ProvisionedThroughputExceededException", "UpdateItem")
         return self._real.update_item(**kwargs)
 
     def batch_write_item(self, **kwargs: Any) -> Any:
@@ -229,7 +226,7 @@ class FaultyTableClient:
         if plan.roll("publisher_crash"):
             raise PublisherCrash("injected: the process died between PutEvents and the delete")
         if plan.roll("batch_write_raises"):
-            raise _client_error("InternalServerError", "BatchWriteItem")
+            raise client_error("InternalServerError", "BatchWriteItem")
         if plan.roll("batch_write_unprocessed"):
             return {"UnprocessedItems": kwargs["RequestItems"]}
         return self._real.batch_write_item(**kwargs)
@@ -303,39 +300,6 @@ def _queue(sqs: Any, name: str, **attributes: str) -> tuple[str, str]:
     return str(url), str(arn)
 
 
-def create_outbox_table(dynamodb: Any, name: str = TABLE, *, stream: bool = True) -> str | None:
-    """The table as ``table.tf`` creates it; returns its stream ARN (None without a stream)."""
-    description = dynamodb.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "PK", "AttributeType": "S"},
-            {"AttributeName": "SK", "AttributeType": "S"},
-            {"AttributeName": ATTR_PENDING_SHARD, "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": PENDING_INDEX,
-                "KeySchema": [
-                    {"AttributeName": ATTR_PENDING_SHARD, "KeyType": "HASH"},
-                    {"AttributeName": "SK", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "KEYS_ONLY"},
-            }
-        ],
-        StreamSpecification=(
-            {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
-            if stream
-            else {"StreamEnabled": False}
-        ),
-    )["TableDescription"]
-    return str(description["LatestStreamArn"]) if stream else None
-
-
 class Pipeline:
     """One deployment on moto; build it inside :func:`aws_environment` and a clock patch."""
 
@@ -348,13 +312,8 @@ class Pipeline:
         self.events = session.client("events")
         self.streams = session.client("dynamodbstreams")
 
-        self.stream_arn = str(create_outbox_table(self.dynamodb))
-        self.dynamodb.create_table(
-            TableName=IDEMPOTENCY_TABLE,
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        )
+        self.stream_arn = str(create_outbox_table(self.dynamodb, TABLE))
+        create_idempotency_table(self.dynamodb, IDEMPOTENCY_TABLE)
         self.on_failure_url, on_failure_arn = _queue(self.sqs, "publisher-on-failure")
         self.dlq_url, dlq_arn = _queue(self.sqs, f"{CONSUMER}-dlq")
         self.queue_url, queue_arn = _queue(
@@ -440,12 +399,14 @@ class Pipeline:
             try:
                 result = publish_stream_batch(
                     event["Records"],
-                    sink=self.sink,
-                    table_name=TABLE,
-                    dynamodb_client=self.table_client,
-                    # Retries wait on the virtual clock, within the invocation's time.
-                    sleep=self.clock.advance,
-                    clock=self.clock.now_datetime,
+                    PublishDependencies(
+                        sink=self.sink,
+                        table_name=TABLE,
+                        dynamodb_client=self.table_client,
+                        # Retries wait on the virtual clock, within the invocation's time.
+                        sleep=self.clock.advance,
+                        clock=self.clock.now_datetime,
+                    ),
                     time_left=lambda: context.get_remaining_time_in_millis() / 1000,
                 )
             finally:
@@ -472,13 +433,15 @@ class Pipeline:
         try:
             self.sweeps.append(
                 sweep(
-                    sink=self.sink,
-                    table_name=TABLE,
-                    dynamodb_client=self.table_client,
+                    PublishDependencies(
+                        sink=self.sink,
+                        table_name=TABLE,
+                        dynamodb_client=self.table_client,
+                        sleep=lambda _seconds: None,
+                        clock=self.clock.now_datetime,
+                    ),
                     index_name=PENDING_INDEX,
                     min_age_seconds=min_age_seconds,
-                    sleep=lambda _seconds: None,
-                    clock=self.clock.now_datetime,
                 )
             )
         except PublisherCrash:

@@ -23,7 +23,7 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from dynamodb_outbox.consumer import MalformedBatch, process_sqs_batch
 from dynamodb_outbox.envelope import ATTR_ENVELOPE, Envelope, outbox_item
 from dynamodb_outbox.publisher import MissingSequenceNumber, publish_stream_batch
-from dynamodb_outbox.publishing import PublishResult
+from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.writer import (
     MAX_TRANSACTION_ACTIONS,
@@ -36,13 +36,7 @@ from dynamodb_outbox.writer import (
     put_action,
 )
 from tests.factories import make_envelope, sequence_numbers, stream_record
-from tests.functional.consumer_fixtures import (
-    FakeLambdaContext,
-    create_idempotency_table,
-    eventbridge_body,
-    sqs_event,
-    sqs_record,
-)
+from tests.functional.consumer_fixtures import eventbridge_body, sqs_event, sqs_record
 from tests.reliability.pipeline import (
     CONSUMER,
     IDEMPOTENCY_TABLE,
@@ -52,6 +46,8 @@ from tests.reliability.pipeline import (
     aws_environment,
     pipeline,
 )
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.moto_tables import create_idempotency_table
 
 PK = "ORDER#1001"
 BIG = 300 * 1024  # over the 256 KB bus limit
@@ -122,10 +118,12 @@ def _publish(
     table = FakeTable()
     result = publish_stream_batch(
         [first_record, bad_record, last_record],
-        sink=EventBridgeSink(events, "bus"),
-        table_name="outbox",
-        dynamodb_client=table,
-        sleep=lambda _s: None,
+        PublishDependencies(
+            sink=EventBridgeSink(events, "bus"),
+            table_name="outbox",
+            dynamodb_client=table,
+            sleep=lambda _s: None,
+        ),
     )
     return result, events, table, [first, last]
 
@@ -260,9 +258,9 @@ def test_unknown_attribute_types_elsewhere_in_the_item_are_ignored() -> None:
     events, table = FakeEvents(), FakeTable()
     result = publish_stream_batch(
         [stream_record(item, next(seqs))],
-        sink=EventBridgeSink(events, "bus"),
-        table_name="outbox",
-        dynamodb_client=table,
+        PublishDependencies(
+            sink=EventBridgeSink(events, "bus"), table_name="outbox", dynamodb_client=table
+        ),
     )
     assert result.response() == {"batchItemFailures": []}
     assert events.sent == [envelope.id]
@@ -271,7 +269,10 @@ def test_unknown_attribute_types_elsewhere_in_the_item_are_ignored() -> None:
 def test_empty_stream_batch_is_a_success_and_calls_nothing() -> None:
     events, table = FakeEvents(), FakeTable()
     result = publish_stream_batch(
-        [], sink=EventBridgeSink(events, "bus"), table_name="outbox", dynamodb_client=table
+        [],
+        PublishDependencies(
+            sink=EventBridgeSink(events, "bus"), table_name="outbox", dynamodb_client=table
+        ),
     )
     assert result.response() == {"batchItemFailures": []}
     assert (events.sent, table.deleted, table.quarantined) == ([], [], [])
@@ -294,9 +295,9 @@ def test_record_without_sequence_number_that_must_be_retried_raises_by_design() 
     with pytest.raises(MissingSequenceNumber, match=r"no dynamodb\.SequenceNumber") as raised:
         publish_stream_batch(
             [first_record, unnamed_record, last_record],
-            sink=EventBridgeSink(events, "bus"),
-            table_name="outbox",
-            dynamodb_client=table,
+            PublishDependencies(
+                sink=EventBridgeSink(events, "bus"), table_name="outbox", dynamodb_client=table
+            ),
         )
     # What went out is deleted (``last`` rode in the same call: its redelivery from
     # the checkpoint is a duplicate); the unnamed event stays pending: nothing lost.

@@ -42,10 +42,11 @@ from dynamodb_outbox.envelope import (
 )
 from dynamodb_outbox.event_ids import new_event_id
 from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter, TransactionCancelled
 from tests.factories import sequence_numbers, stream_record
-from tests.functional.consumer_fixtures import FakeLambdaContext, sqs_event, sqs_record
+from tests.functional.consumer_fixtures import sqs_event, sqs_record
 from tests.reliability.generated import (
     EXAMPLES,
     GENERATED,
@@ -65,6 +66,7 @@ from tests.reliability.strategies import (
     record_shapes,
     sqs_junk_bodies,
 )
+from tests.support.lambda_context import FakeLambdaContext
 
 #: Junk outbox ids are made an hour back: old enough for any sweep.
 _HOUR_MS = 3_600_000
@@ -234,10 +236,12 @@ def _run_stream_batch(stack: Stack, batch: dict[str, Any]) -> None:
 
     result = publish_stream_batch(
         [record for _, _, record in records],
-        sink=stack.sink(publish_to),
-        table_name=TABLE,
-        dynamodb_client=stack.dynamodb,
-        sleep=lambda _seconds: None,
+        PublishDependencies(
+            sink=stack.sink(publish_to),
+            table_name=TABLE,
+            dynamodb_client=stack.dynamodb,
+            sleep=lambda _seconds: None,
+        ),
     )
 
     assert result.response() == {"batchItemFailures": []}, "no record may fail the batch"
@@ -388,11 +392,13 @@ def test_generated_outbox_items_through_the_sweeper(stack: Stack, reliability_pr
         GENERATED.records["outbox items swept"] += len(stored)
 
         result = sweep(
-            sink=stack.sink(publish_to),
-            table_name=TABLE,
-            dynamodb_client=stack.dynamodb,
+            PublishDependencies(
+                sink=stack.sink(publish_to),
+                table_name=TABLE,
+                dynamodb_client=stack.dynamodb,
+                sleep=lambda _seconds: None,
+            ),
             min_age_seconds=0,
-            sleep=lambda _seconds: None,
         )
 
         assert result.failure_sk is None and result.stopped_by is None, "nothing held the sweep"

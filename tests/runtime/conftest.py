@@ -11,6 +11,7 @@ from moto import mock_aws
 from runtime_helpers import REGION, Queue, Table, make_queue
 
 from dynamodb_outbox.local import VirtualClock, stream_records_follow
+from tests.support.moto_tables import create_outbox_table
 
 
 @pytest.fixture(autouse=True)
@@ -62,20 +63,8 @@ def sqs(aws: None, boto_session: boto3.Session) -> Any:
 
 @pytest.fixture
 def table(dynamodb: Any, clock: VirtualClock) -> Table:
-    description = dynamodb.create_table(
-        TableName="outbox",
-        KeySchema=[
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "PK", "AttributeType": "S"},
-            {"AttributeName": "SK", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )["TableDescription"]
-    return Table(dynamodb, "outbox", description["LatestStreamArn"])
+    stream_arn = create_outbox_table(dynamodb, "outbox", stream="NEW_AND_OLD_IMAGES")
+    return Table(dynamodb, "outbox", str(stream_arn))
 
 
 @pytest.fixture

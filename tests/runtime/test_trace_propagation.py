@@ -30,6 +30,7 @@ from dynamodb_outbox.local import (
     mapping_config,
 )
 from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.trace_context import ENV_LAMBDA_TRACE_HEADER
 from dynamodb_outbox.writer import OutboxWriter
@@ -91,7 +92,7 @@ def test_the_producers_trace_reaches_putevents_and_every_consumer_log_line(
 
     def publisher(batch: dict[str, Any], context: Any) -> Any:
         result = publish_stream_batch(
-            batch["Records"], sink=sink, table_name=table.name, dynamodb_client=dynamodb
+            batch["Records"], PublishDependencies(sink, table.name, dynamodb)
         )
         return result.response()
 

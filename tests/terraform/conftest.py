@@ -16,14 +16,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from pytest_terraform import terraform  # noqa: F401 (called through exec below)
+from py.path import local as py_path_local
 from pytest_terraform import tf as pytest_terraform_tf
 from pytest_terraform import xdist as pytest_terraform_xdist
 
@@ -177,14 +176,7 @@ def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Registers a session-scoped fixture named "local_example" that applies
-    <module dir>/local once; ``local_stack`` requests it after moto is up.
-
-    pytest-terraform resolves its settings in its own pytest_configure, and this
-    conftest may be imported before that (when pytest is given a path under
-    tests/terraform), so the call waits for configure. ``terraform()`` adds the
-    fixture to the namespace it is called from: this module's, which pytest reads
-    for fixtures when the session starts.
+    """Turns pytest-terraform's xdist mode off; ``local_stack`` applies the stack itself.
 
     pytest-terraform's xdist mode (on whenever xdist is installed) shares a
     session stack between workers through lock files, and fails when a worker
@@ -195,10 +187,6 @@ def pytest_configure(config: pytest.Config) -> None:
     for plugin in list(config.pluginmanager.get_plugins()):
         if isinstance(plugin, pytest_terraform_xdist.XDistTerraform):
             config.pluginmanager.unregister(plugin)
-    pytest_terraform_tf.terraform.scope_class_map = defaultdict(
-        lambda: pytest_terraform_tf.TerraformFixture
-    )
-    exec('terraform("local", scope="session", name="local_example")', globals())
 
 
 _STACK_ENV = ("TF_CLI_CONFIG_FILE", "TF_VAR_endpoint_url", "TF_INPUT", "CHECKPOINT_DISABLE")
@@ -235,9 +223,31 @@ def local_stack_env(terraform_bin: str, tf_cli_config: Path, moto_server: str) -
 
 
 @pytest.fixture(scope="session")
-def local_stack(local_stack_env: None, request: pytest.FixtureRequest) -> Any:
-    """examples/local applied to the session's moto server (pytest-terraform state API)."""
-    stack = request.getfixturevalue("local_example")
+def local_stack(
+    local_stack_env: None,
+    request: pytest.FixtureRequest,
+    tmpdir_factory: pytest.TempdirFactory,
+    worker_id: str,
+) -> Any:
+    """examples/local applied to the session's moto server (pytest-terraform state API).
+
+    The fixture pytest-terraform's ``terraform("local", scope="session")`` would
+    register, called directly: that decorator writes the fixture into its
+    caller's module namespace, which a conftest can only reach after
+    pytest-terraform's own configuration has run. It destroys the stack when
+    the session ends.
+    """
+    apply_once = pytest_terraform_tf.TerraformFixture(
+        pytest_terraform_tf.LazyTfBin,
+        pytest_terraform_tf.LazyPluginCacheDir,
+        "session",
+        "local",
+        py_path_local(Path(__file__).parent),
+        pytest_terraform_tf.LazyReplay.resolve(),
+        pytest_terraform_tf.td.DEFAULT,
+        request.config,
+    )
+    stack = apply_once(request, tmpdir_factory, worker_id)
     # pytest-terraform records the resources next to the module; this repo keeps
     # no recordings (replay mode is not used), so do not leave one in examples/.
     (EXAMPLES_DIR / "local" / "tf_resources.json").unlink(missing_ok=True)

@@ -22,7 +22,10 @@ from dynamodb_outbox import (
 from dynamodb_outbox.consumer import PartialBatchResponse, SQSEvent
 from dynamodb_outbox.local import LocalRuntime, SqsMapping, StreamMapping, VirtualClock
 from dynamodb_outbox.publisher import handler as publisher_handler
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.reference_consumer import handler as reference_handler
+from dynamodb_outbox.sinks import EventBridgeSink, SnsSink
+from dynamodb_outbox.sweeper import sweep
 
 
 def place_order(writer: OutboxWriter, order_id: str, total: Decimal) -> WriteResult:
@@ -86,3 +89,10 @@ def wire(stream_config: dict[str, object], queue_config: dict[str, object]) -> L
     for handler in (billing, shipping, own_handler, reference_handler):
         runtime.add(SqsMapping(queue_config, handler, sqs_client=boto3.client("sqs"), clock=clock))
     return runtime
+
+
+# The sinks and the sweeper take boto3's real clients (boto3-stubs' types).
+events_sink = EventBridgeSink(boto3.client("events"), "orders-bus")
+sns_sink = SnsSink(boto3.client("sns"), "arn:aws:sns:us-east-1:123456789012:orders")
+sweeper_deps = PublishDependencies(events_sink, "orders", boto3.client("dynamodb"))
+sweep_result = sweep(sweeper_deps, max_items=10)

@@ -7,7 +7,12 @@ DeleteItem per event. Both run on moto in-process with the same records.
 
 from __future__ import annotations
 
-from benchmarks.measures import calls_goal, count_calls
+import json
+from pathlib import Path
+
+from benchmarks.measures import LAYER_ZIP_PATH, ZIP_PATH, calls_goal, count_calls
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results.json"
 
 
 def test_calls_per_event_at_batch_size_100() -> None:
@@ -20,3 +25,12 @@ def test_calls_per_event_at_batch_size_100() -> None:
     assert baseline["calls_per_event"] == 2.0
     assert baseline["by_operation"] == {"PutEvents": 100, "DeleteItem": 100}
     assert calls_goal(100) == 0.15
+
+
+def test_the_committed_bench_results_describe_the_committed_zips() -> None:
+    # results.json is only written by `make bench`; a zip rebuilt since makes it stale.
+    zip_size = json.loads(RESULTS.read_text())["zip_size"]
+
+    stale = "benchmarks/results.json is older than package/: run `make bench`"
+    assert zip_size["bytes"] == ZIP_PATH.stat().st_size, stale
+    assert zip_size.get("layer_bytes") == LAYER_ZIP_PATH.stat().st_size, stale

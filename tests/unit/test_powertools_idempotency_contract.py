@@ -29,7 +29,8 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from moto import mock_aws
 
 from dynamodb_outbox.consumer import IDEMPOTENCY_EVENT_KEY
-from tests.functional.consumer_fixtures import create_idempotency_table, idempotency_records
+from tests.functional.consumer_fixtures import idempotency_records
+from tests.support.moto_tables import create_idempotency_table
 
 # The consumer registers the Lambda context; these direct calls have none.
 pytestmark = pytest.mark.filterwarnings("ignore:Couldn't determine the remaining time left")

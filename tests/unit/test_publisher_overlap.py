@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
@@ -57,9 +58,9 @@ def test_first_chunk_of_deletes_runs_while_later_put_events_calls_go_out() -> No
     # WHEN the batch is published
     result = publish_stream_batch(
         records,
-        sink=EventBridgeSink(events, "bus"),
-        table_name=TABLE,
-        dynamodb_client=dynamodb,
+        PublishDependencies(
+            sink=EventBridgeSink(events, "bus"), table_name=TABLE, dynamodb_client=dynamodb
+        ),
     )
 
     # THEN the fourth call saw the first delete already under way (a sequential

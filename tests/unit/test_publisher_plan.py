@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +16,7 @@ from dynamodb_outbox.publisher import (
     publish_stream_batch,
     record_metrics,
 )
-from dynamodb_outbox.publishing import PublishResult
+from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.sinks import (
     POISON_PUT_EVENTS_CODES,
     PUT_EVENTS_MAX_ENTRIES,
@@ -27,6 +26,7 @@ from dynamodb_outbox.sinks import (
     put_events_entry_size,
 )
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
+from tests.support.lambda_context import FakeLambdaContext
 
 
 class FakeEvents:
@@ -63,10 +63,12 @@ def _publish(
 ) -> PublishResult:
     return publish_stream_batch(
         records,  # type: ignore[arg-type]
-        sink=EventBridgeSink(events, "bus"),
-        table_name="t",
-        dynamodb_client=dynamodb or FakeDynamoDB(),
-        sleep=lambda _: None,
+        PublishDependencies(
+            sink=EventBridgeSink(events, "bus"),
+            table_name="t",
+            dynamodb_client=dynamodb or FakeDynamoDB(),
+            sleep=lambda _: None,
+        ),
     )
 
 
@@ -285,14 +287,6 @@ def test_metrics_carry_every_count_under_its_name() -> None:
 
 
 # ---------------------------------------------------------------------- handler
-
-
-@dataclass
-class FakeLambdaContext:
-    function_name: str = "outbox-publisher"
-    memory_limit_in_mb: int = 128
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:outbox-publisher"
-    aws_request_id: str = "req"
 
 
 def test_handler_without_configuration_fails_the_batch_instead_of_dropping_it(

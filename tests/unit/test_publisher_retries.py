@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from dynamodb_outbox.publisher import publish_stream_batch
-from dynamodb_outbox.publishing import PublishResult, RetryPolicy
+from dynamodb_outbox.publishing import PublishDependencies, PublishResult, RetryPolicy
 from dynamodb_outbox.sinks import EventBridgeSink
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
@@ -85,17 +85,24 @@ def _records(count: int) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 def _publish(
-    records: list[dict[str, Any]], events: StormyEvents, table: Table, clock: VirtualTime
+    records: list[dict[str, Any]],
+    events: StormyEvents,
+    table: Table,
+    clock: VirtualTime,
+    *,
+    budget: bool = True,
 ) -> PublishResult:
+    """Publish on virtual time; with ``budget``, the invocation's time left is the clock's."""
     return publish_stream_batch(
         records,  # type: ignore[arg-type]
-        sink=EventBridgeSink(events, "bus"),
-        table_name="t",
-        dynamodb_client=table,  # type: ignore[arg-type]
-        sleep=clock.sleep,
-        time_left=clock.time_left,
-        retry=TOP_OF_JITTER,
-        overlap_deletes=False,
+        PublishDependencies(
+            sink=EventBridgeSink(events, "bus"),
+            table_name="t",
+            dynamodb_client=table,  # type: ignore[arg-type]
+            sleep=clock.sleep,
+            retry=TOP_OF_JITTER,
+        ),
+        time_left=clock.time_left if budget else None,
     )
 
 
@@ -139,14 +146,7 @@ def test_without_a_budget_each_entry_gets_five_attempts() -> None:
     _, records = _records(3)
     events, table = StormyEvents(clock, storm_ends=1_000.0), Table(clock)
 
-    result = publish_stream_batch(
-        records,  # type: ignore[arg-type]
-        sink=EventBridgeSink(events, "bus"),
-        table_name="t",
-        dynamodb_client=table,  # type: ignore[arg-type]
-        sleep=clock.sleep,
-        retry=TOP_OF_JITTER,
-    )
+    result = _publish(records, events, table, clock, budget=False)
 
     assert len(events.calls) == 5
     assert result.failure_position == 0

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.settings import ConfigurationError, sink_from_environment
 from dynamodb_outbox.sinks import (
     SNS_MAX_ENTRIES,
@@ -94,10 +95,12 @@ def test_limits_are_ten_messages_and_256_kib_per_batch() -> None:
 def _publish(records: list[dict[str, Any]], sns: FakeSns, dynamodb: FakeDynamoDB) -> Any:
     return publish_stream_batch(
         records,  # type: ignore[arg-type]
-        sink=SnsSink(sns, TOPIC_ARN),
-        table_name="t",
-        dynamodb_client=dynamodb,
-        sleep=lambda _: None,
+        PublishDependencies(
+            sink=SnsSink(sns, TOPIC_ARN),
+            table_name="t",
+            dynamodb_client=dynamodb,
+            sleep=lambda _: None,
+        ),
     )
 
 

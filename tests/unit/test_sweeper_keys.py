@@ -15,6 +15,7 @@ from dynamodb_outbox.pending_index import (
     shard_keys,
     ulid_time,
 )
+from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.sinks import EventBridgeSink, SnsSink
 from dynamodb_outbox.sweeper import (
@@ -76,7 +77,7 @@ def test_shard_count_out_of_range_is_refused(shards: int) -> None:
 def test_sweep_refuses_nonsense_bounds_before_reading_anything(argument: str, value: int) -> None:
     kwargs: dict[str, Any] = {argument: value}
     with pytest.raises(ValueError, match=argument):
-        sweep(sink=None, table_name="t", dynamodb_client=None, now=MOMENT, **kwargs)  # type: ignore[arg-type]
+        sweep(PublishDependencies(None, "t", None), now=MOMENT, **kwargs)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------- settings

@@ -46,17 +46,24 @@ def test_a_typed_service_using_the_api_and_the_local_runtime_passes_mypy_strict(
     assert run_mypy(TYPING_DIR / "typed_service.py") == []
 
 
-def test_a_table_resource_passed_as_the_writers_client_fails_type_checking() -> None:
-    # Needs boto3-stubs' DynamoDB service (mypy-boto3-dynamodb, requirements-dev.txt):
-    # without it the client is Any and this fails, on purpose.
-    errors = run_mypy(TYPING_DIR / "wrong_client.py")
-    expected_line = next(
-        number
-        for number, line in enumerate((TYPING_DIR / "wrong_client.py").read_text().splitlines(), 1)
-        if "expected: arg-type" in line
-    )
+def _expected_error_line(path: Path) -> int:
+    lines = path.read_text().splitlines()
+    return next(number for number, line in enumerate(lines, 1) if "expected: arg-type" in line)
+
+
+@pytest.mark.parametrize(
+    ("wrong_use", "wrong_type"),
+    [("wrong_client.py", "Table"), ("wrong_sink_client.py", "SNSClient")],
+    ids=["table-resource-as-writer-client", "sns-client-as-eventbridge-sink-client"],
+)
+def test_a_wrong_boto3_client_fails_type_checking(wrong_use: str, wrong_type: str) -> None:
+    # Needs boto3-stubs' services (mypy-boto3-dynamodb, -events, -sns in
+    # requirements-dev.txt): without them the client is Any and this fails, on purpose.
+    path = TYPING_DIR / wrong_use
+    errors = run_mypy(path)
     assert len(errors) == 1, errors
-    assert re.search(rf":{expected_line}: error: .*\"Table\".*\[arg-type\]", errors[0]), errors
+    line = _expected_error_line(path)
+    assert re.search(rf":{line}: error: .*\"{wrong_type}\".*\[arg-type\]", errors[0]), errors
 
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)

@@ -47,6 +47,7 @@ from dynamodb_outbox.writer import (
     put_action,
     update_action,
 )
+from tests.support.aws_errors import client_error
 
 TABLE = "outbox-table"
 ORDER = {"PK": "ORDER#1", "SK": "META", "status": "PLACED", "total": Decimal("12.50")}
@@ -70,11 +71,6 @@ class RecordingClient:
         assert len(self.calls) == 1, "expected exactly one TransactWriteItems call"
         items: list[dict[str, Any]] = self.calls[0]["TransactItems"]
         return items
-
-
-def client_error(code: str, message: str = "", **response: Any) -> ClientError:
-    body: Any = {"Error": {"Code": code, "Message": message}, **response}
-    return ClientError(body, "TransactWriteItems")
 
 
 def event(type_: str = "OrderPlaced", subject: str = "ORDER#1", **data: Any) -> Envelope:
@@ -910,6 +906,7 @@ def test_conditional_check_failure_on_an_extra_action_names_it_and_keeps_the_old
     old = {"PK": {"S": "CUSTOMER#7"}, "SK": {"S": "META"}, "status": {"S": "BLOCKED"}}
     client.error = client_error(
         "TransactionCanceledException",
+        "TransactWriteItems",
         "Transaction cancelled",
         CancellationReasons=[
             {"Code": "None"},
@@ -941,6 +938,7 @@ def test_cancellation_codes_are_read_from_the_message_when_reasons_are_missing(
 ) -> None:
     client.error = client_error(
         "TransactionCanceledException",
+        "TransactWriteItems",
         "Transaction cancelled, please refer cancellation reasons for specific reasons "
         "[ConditionalCheckFailed, None]",
     )
@@ -956,7 +954,10 @@ def test_cancellation_codes_are_read_from_the_message_when_reasons_are_missing(
 
 def test_reasons_that_do_not_match_the_actions_are_not_guessed(client: RecordingClient) -> None:
     client.error = client_error(
-        "TransactionCanceledException", "cancelled", CancellationReasons=[{"Code": "None"}]
+        "TransactionCanceledException",
+        "TransactWriteItems",
+        "cancelled",
+        CancellationReasons=[{"Code": "None"}],
     )
     writer = OutboxWriter(TABLE, client)
     expected = r"1 cancellation reason.*for 2 action"
@@ -983,7 +984,9 @@ def test_token_reused_with_different_parameters_becomes_a_clear_error(real_clien
 
 
 def test_token_still_in_progress_becomes_a_clear_error(client: RecordingClient) -> None:
-    client.error = client_error("TransactionInProgressException", "in progress")
+    client.error = client_error(
+        "TransactionInProgressException", "TransactWriteItems", "in progress"
+    )
     writer = OutboxWriter(TABLE, client)
     with pytest.raises(TransactionInProgress, match="still in progress"):
         writer.write(ORDER, event(), client_request_token="order-1")
@@ -991,7 +994,9 @@ def test_token_still_in_progress_becomes_a_clear_error(client: RecordingClient) 
 
 def test_other_aws_errors_propagate_unchanged(client: RecordingClient) -> None:
     # Throttling, missing table, access denied...: the caller's usual handling applies.
-    original = client_error("ResourceNotFoundException", "Requested resource not found")
+    original = client_error(
+        "ResourceNotFoundException", "TransactWriteItems", "Requested resource not found"
+    )
     client.error = original
     writer = OutboxWriter(TABLE, client)
     with pytest.raises(ClientError) as caught:

@@ -441,7 +441,11 @@ def publish_items(
     ctx: Context, items: Sequence[AttributeMap], sink: Sink
 ) -> tuple[PublishResult, list[str]]:
     """Publish pending ``items`` through the publisher's core; also the event ids left pending."""
-    from dynamodb_outbox.publishing import OutboxCandidate, publish_outbox_items
+    from dynamodb_outbox.publishing import (
+        OutboxCandidate,
+        PublishDependencies,
+        publish_outbox_items,
+    )
 
     sort = ctx.table_keys.sort
     candidates = [
@@ -451,13 +455,10 @@ def publish_items(
         for position, item in enumerate(items)
     ]
     with publisher_logs_to_stderr():
-        result = publish_outbox_items(
-            candidates,
-            sink=sink,
-            table_name=ctx.table,
-            dynamodb_client=ctx.client("dynamodb"),
-            table_keys=ctx.table_keys,
+        deps = PublishDependencies(
+            sink, ctx.table, ctx.client("dynamodb"), table_keys=ctx.table_keys
         )
+        result = publish_outbox_items(candidates, deps)
     left: list[str] = []
     if result.failure_position is not None:
         left = [event_id_of(s(item, sort)) for item in items[result.failure_position :]]
