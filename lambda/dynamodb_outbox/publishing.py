@@ -444,13 +444,13 @@ class _Publication:
                 len(call) >= rules.max_entries or size + plan.size > rules.max_request_bytes
             )
 
-        for plan in retrying:
-            subject = plan.event.envelope.subject
-            if self.ordered and (subject in busy or full(plan)):
-                held.append(plan)
+        for again in retrying:
+            subject = again.event.envelope.subject
+            if self.ordered and (subject in busy or full(again)):
+                held.append(again)
             else:
-                call.append(plan)
-                size += plan.size
+                call.append(again)
+                size += again.size
             busy.add(subject)
         while plans:
             plan = plans[0]
