@@ -81,8 +81,8 @@ clean: ## remove the venv and Terraform working files
 	find . -name .terraform -type d -prune -exec rm -rf {} +
 
 .PHONY: demo
-demo: $(STAMP) ## examples/local on an in-process moto server, ORDERS orders (default 200) with faults, a report
-	$(PY) -m demo.run_demo --orders $(or $(ORDERS),200)
+demo: $(STAMP) ## examples/local on an in-process moto server, ORDERS orders (default 200) with faults, a report; ORDERING=fifo for the ordered path
+	$(PY) -m demo.run_demo --orders $(or $(ORDERS),200) $(if $(ORDERING),--ordering $(ORDERING))
 
 .PHONY: bench
 bench: $(STAMP) ## calls/event, CPU, sweeper reads, cold start, zip, WCU vs a baseline; writes benchmarks/results.json, docs/calls-per-event.png

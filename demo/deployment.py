@@ -48,7 +48,7 @@ class Deployment:
     region: str
     table_name: str
     stream_arn: str
-    event_bus_name: str
+    event_bus_name: str | None  # None on the ordered path (SNS FIFO)
     publisher: DeployedFunction
     stream_mapping: Mapping[str, Any]
     on_failure_queue_url: str
@@ -77,7 +77,7 @@ def _one_mapping(lambda_client: Any, function: DeployedFunction, source_arn: str
     return mappings[0]
 
 
-def _rule(events: Any, rule_arn: str | None, bus: str) -> tuple[str | None, str | None]:
+def _rule(events: Any, rule_arn: str | None, bus: str | None) -> tuple[str | None, str | None]:
     if not rule_arn:
         return None, None
     name = rule_arn.rsplit("/", 1)[-1]

@@ -112,3 +112,8 @@ output "layer_arn" {
   description = "The dynamodb_outbox layer."
   value       = module.outbox.layer_arn
 }
+
+output "sns_topic_arn" {
+  description = "ARN of the SNS topic (publish_to = \"sns_fifo\"); null on the EventBridge path."
+  value       = module.outbox.sns_topic_arn
+}
