@@ -160,16 +160,20 @@ def _figures(report: Report) -> None:
     quarantined = [i for i in f.end.outbox_items if i.status == STATUS_QUARANTINED]
     crashed = sum(1 for i in publisher.invocations if i.error is not None)
     partial = sum(1 for i in publisher.invocations if i.outcome == "partial")
+    api = "PublishBatch" if f.ordered else "PutEvents"
+    events = sum(len(order.event_ids) for order in f.orders)
     report.figure(
         "orders_written",
         "orders written",
         len(f.orders),
-        "entity + OrderCreated event, one transaction each",
+        "entity + OrderCreated, then OrderConfirmed: two transactions each"
+        if f.ordered
+        else "entity + OrderCreated event, one transaction each",
     )
     report.figure(
         "outbox_items_written",
         "outbox items written",
-        len(f.orders) + 1,
+        events + 1,
         "incl. 1 poison item (raw PutItem)",
     )
     report.figure(
@@ -183,7 +187,7 @@ def _figures(report: Report) -> None:
         "events_published",
         "events published",
         put.accepted,
-        f"PutEvents entries accepted (PublishedEvents metric: {f.published_metric}; a crashed "
+        f"{api} entries accepted (PublishedEvents metric: {f.published_metric}; a crashed "
         "invocation emits none)",
     )
     report.figure("events_published_distinct", "  distinct events", put.distinct)
@@ -195,7 +199,7 @@ def _figures(report: Report) -> None:
     )
     refused = ", ".join(f"{code}" for code in sorted(put.refused)) or ""
     report.figure(
-        "put_events_refused", "PutEvents entries refused", sum(put.refused.values()), refused
+        "put_events_refused", f"{api} entries refused", sum(put.refused.values()), refused
     )
     for consumer, state in zip(f.consumers, f.end.consumers, strict=True):
         stats = consumer.mapping.stats

@@ -20,7 +20,9 @@ from __future__ import annotations
 import copy
 import json
 import random
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
@@ -28,6 +30,7 @@ from unittest import mock
 import pytest
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from moto.core import utils as moto_utils
 from moto.dynamodb.models.table import Table as MotoTable
 
 from dynamodb_outbox.consumer import OutboxConsumer
@@ -204,10 +207,31 @@ def _no_table_backup(value: Any, memo: dict[int, Any] | None = None) -> Any:
     return _deepcopy(value, memo)
 
 
+def _unix_time(dt: Any = None) -> float:
+    # moto's own reads the clock through two datetime conversions, and SQS
+    # checks every message of a queue against it on every send: time.time() is
+    # the same value, cheaper. For speed only.
+    return time.time() if dt is None else moto_utils.unix_time(dt)
+
+
+def _unix_time_millis(dt: Any = None) -> float:
+    return _unix_time(dt) * 1000.0
+
+
+@contextmanager
+def faster_moto() -> Iterator[None]:
+    with (
+        mock.patch("moto.dynamodb.models.copy.deepcopy", _no_table_backup),
+        mock.patch("moto.sqs.models.unix_time", _unix_time),
+        mock.patch("moto.sqs.models.unix_time_millis", _unix_time_millis),
+    ):
+        yield
+
+
 @pytest.fixture(scope="module")
 def ordered_run() -> Iterator[Run]:
     rnd = random.Random(16)
-    with aws_environment(), mock.patch("moto.dynamodb.models.copy.deepcopy", _no_table_backup):
+    with aws_environment(), faster_moto():
         clock = VirtualClock()
         with stream_records_follow(clock):
             yield _run(clock, rnd)
