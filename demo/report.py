@@ -259,7 +259,8 @@ def _fault_checks(report: Report) -> None:
     absorbed = sum(c.duplicate_metric for c in f.consumers)
     report.faults.append(
         Check(
-            "1. publisher dies after PutEvents, before the delete",
+            f"1. publisher dies after {'PublishBatch' if f.ordered else 'PutEvents'}, before "
+            "the delete",
             f.crash.fired and duplicates_published > 0 and (absorbed > 0 or not f.consumers),
             (
                 f"crashed once; the batch was retried: {duplicates_published} events "
