@@ -39,8 +39,8 @@ locals {
   arn_prefix         = "arn:${data.aws_partition.current.partition}"
   arn_region_account = "${local.region_name}:${data.aws_caller_identity.current.account_id}"
 
-  consumer_queue_arns   = { for key, name in local.consumer_names : key => "${local.arn_prefix}:sqs:${local.arn_region_account}:${name}" }
-  consumer_dlq_arns     = { for key, name in local.consumer_names : key => "${local.arn_prefix}:sqs:${local.arn_region_account}:${name}-dlq" }
+  consumer_queue_arns   = { for key, name in local.consumer_queue_names : key => "${local.arn_prefix}:sqs:${local.arn_region_account}:${name}" }
+  consumer_dlq_arns     = { for key, name in local.consumer_dlq_names : key => "${local.arn_prefix}:sqs:${local.arn_region_account}:${name}" }
   idempotency_table_arn = "${local.arn_prefix}:dynamodb:${local.arn_region_account}:table/${local.idempotency_table_name}"
 
   # Also the reference consumers' log groups: a policy that read the log group's
@@ -167,11 +167,18 @@ data "aws_iam_policy_document" "consumer_dlq" {
 # queue would have held, so moving them back to the queue replays them. One
 # queue instead of two also halves what a deployment waits for: the provider
 # waits ~30 s after creating each queue until its attributes settle.
+#
+# On the ordered path both are FIFO queues (a FIFO queue's DLQ, and an SNS FIFO
+# subscription's, must be FIFO too), deduplicating by the event id the publisher
+# sets as MessageDeduplicationId rather than by content.
 resource "aws_sqs_queue" "consumer_dlq" {
   for_each = var.consumers
 
-  name                      = "${local.consumer_names[each.key]}-dlq"
+  name                      = local.consumer_dlq_names[each.key]
   message_retention_seconds = 1209600 # 14 days, the SQS maximum
+
+  fifo_queue                  = local.ordered ? true : null
+  content_based_deduplication = local.ordered ? false : null
 
   sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
   kms_master_key_id                 = var.kms_key_arn
@@ -198,9 +205,12 @@ resource "aws_sqs_queue" "consumer_dlq" {
 resource "aws_sqs_queue" "consumer" {
   for_each = var.consumers
 
-  name                       = local.consumer_names[each.key]
+  name                       = local.consumer_queue_names[each.key]
   visibility_timeout_seconds = local.consumer_visibility_timeout_seconds[each.key]
   message_retention_seconds  = each.value.message_retention_seconds
+
+  fifo_queue                  = local.ordered ? true : null
+  content_based_deduplication = local.ordered ? false : null
 
   sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
   kms_master_key_id                 = var.kms_key_arn
@@ -469,6 +479,7 @@ resource "aws_lambda_event_source_mapping" "consumer" {
   event_source_arn = aws_sqs_queue.consumer[each.key].arn
   function_name    = each.value.function == null ? aws_lambda_function.consumer[each.key].arn : each.value.function.arn
 
+  # On a FIFO queue at most 10 and no window (var.consumers validates both).
   batch_size                         = each.value.batch_size
   maximum_batching_window_in_seconds = each.value.maximum_batching_window_in_seconds
 

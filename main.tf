@@ -46,14 +46,20 @@ locals {
   sweeper_log_group_name   = "/aws/lambda/${local.sweeper_name}"
   sweeper_schedule_name    = "${var.name}-sweeper"
   sweeper_scheduler_role   = "${var.name}-sweeper-schedule"
-  sns_topic_name           = var.name # publish_to = "sns": the topic takes the bus's place
-  idempotency_table_name   = "${var.name}-idempotency"
-  layer_name               = "${var.name}-dynamodb-outbox"
+  # publish_to = "sns" or "sns_fifo": the topic takes the bus's place. FIFO topic
+  # and queue names must end in ".fifo".
+  fifo_suffix            = var.publish_to == "sns_fifo" ? ".fifo" : ""
+  sns_topic_name         = "${var.name}${local.fifo_suffix}"
+  idempotency_table_name = "${var.name}-idempotency"
+  layer_name             = "${var.name}-dynamodb-outbox"
 
   # Per consumer key: queue, rule, function, role and log group "<name>-<key>-consumer",
   # DLQ "<name>-<key>-consumer-dlq". The suffix keeps keys clear of the publisher's and
   # sweeper's names and of another key's DLQ; at most 64 characters (checked on the queue).
   consumer_names = { for key in keys(var.consumers) : key => "${var.name}-${key}-consumer" }
+  # The queues' names: the same, with ".fifo" on the ordered path (at most 73 of SQS's 80).
+  consumer_queue_names = { for key, name in local.consumer_names : key => "${name}${local.fifo_suffix}" }
+  consumer_dlq_names   = { for key, name in local.consumer_names : key => "${name}-dlq${local.fifo_suffix}" }
 
   tags = var.tags
 }

@@ -105,7 +105,7 @@ output "on_failure_queue_arn" {
 ################################################################################
 
 output "sns_topic_arn" {
-  description = "ARN of the SNS topic the publisher publishes to when publish_to = \"sns\"; null otherwise."
+  description = "ARN of the SNS topic the publisher publishes to when publish_to = \"sns\" or \"sns_fifo\"; null otherwise."
   value       = try(aws_sns_topic.this[0].arn, null)
 }
 

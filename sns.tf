@@ -3,12 +3,14 @@
 ################################################################################
 
 locals {
-  publish_to_sns = var.publish_to == "sns"
+  publish_to_sns = contains(["sns", "sns_fifo"], var.publish_to)
+  # The ordered path: a FIFO topic, FIFO consumer queues, the subject as message group.
+  ordered = var.publish_to == "sns_fifo"
 
   # What dynamodb_outbox.publisher.sink_from_environment reads, for every function
   # that publishes (the publisher, the sweeper): the transport and its target.
   publish_sink_environment = local.publish_to_sns ? {
-    OUTBOX_PUBLISH_TO = "sns"
+    OUTBOX_PUBLISH_TO = var.publish_to # "sns" or "sns_fifo"
     OUTBOX_TOPIC_ARN  = aws_sns_topic.this[0].arn
     } : {
     OUTBOX_PUBLISH_TO     = "eventbridge"
@@ -31,11 +33,18 @@ locals {
 # with the AWS managed SNS key (which SNS itself can use to deliver to the
 # consumer queues; only publishers such as EventBridge or CloudWatch alarms
 # cannot use it, and the publisher is a Lambda function in this account).
+#
+# publish_to = "sns_fifo": a FIFO topic. The publisher sets MessageGroupId to the
+# envelope's subject and MessageDeduplicationId to the event id, so content-based
+# deduplication stays off: two distinct events with the same body are not one.
 resource "aws_sns_topic" "this" {
   count = local.publish_to_sns ? 1 : 0
 
   name              = local.sns_topic_name
   kms_master_key_id = var.kms_key_arn != null ? var.kms_key_arn : "alias/aws/sns"
+
+  fifo_topic                  = local.ordered ? true : null
+  content_based_deduplication = local.ordered ? false : null
 
   tags = local.tags
 }

@@ -224,7 +224,8 @@ variable "event_bus" {
 
 variable "publish_to" {
   description = <<-EOT
-    Where the publisher (and the sweeper) send events: "eventbridge" (default) or "sns".
+    Where the publisher (and the sweeper) send events: "eventbridge" (default), "sns" or
+    "sns_fifo" (the ordered path).
     - "eventbridge": `PutEvents` on the bus of `event_bus`; each consumer gets a rule
       (`consumers[*].event_pattern`) whose target is its queue.
     - "sns": `PublishBatch` on a topic the module creates, `<name>`, encrypted with
@@ -232,14 +233,22 @@ variable "publish_to" {
       `event_bus` is ignored. Each consumer's queue subscribes with raw message delivery and
       a filter policy (`consumers[*].filter_policy`) on the message attributes `event_type`
       and `source` the publisher sets on every message.
+    - "sns_fifo": as "sns", with a FIFO topic `<name>.fifo` and FIFO consumer queues
+      `<name>-<key>-consumer.fifo` (DLQs `<name>-<key>-consumer-dlq.fifo`), content-based
+      deduplication off. Each event's message group is its envelope `subject` (the aggregate
+      id) and its deduplication id the event id, so every consumer receives one subject's
+      events in the order they were written (events with the same partition key and the same
+      subject; README, "Guarantees"). The price: a topic's FIFO throughput quota, one
+      in-flight batch per subject at each consumer, `stream_mapping.parallelization_factor`
+      of 1, and consumer `batch_size` at most 10 with no batching window (all checked at plan).
   EOT
   type        = string
   default     = "eventbridge"
   nullable    = false
 
   validation {
-    condition     = contains(["eventbridge", "sns"], var.publish_to)
-    error_message = "The publish_to must be \"eventbridge\" or \"sns\"."
+    condition     = contains(["eventbridge", "sns", "sns_fifo"], var.publish_to)
+    error_message = "The publish_to must be \"eventbridge\", \"sns\" or \"sns_fifo\" (SNS with a FIFO topic and queues: events ordered per subject)."
   }
 }
 
@@ -395,7 +404,8 @@ variable "stream_mapping" {
     queue; these knobs tune it:
     - `batch_size`: 1 to 10000 records, default 100.
     - `maximum_batching_window_in_seconds`: 0 to 300, default 0.
-    - `parallelization_factor`: concurrent batches per shard, 1 to 10, default 1.
+    - `parallelization_factor`: concurrent batches per shard, 1 to 10, default 1; must be 1
+      with publish_to = "sns_fifo" (Lambda keeps order per item only when it is above 1).
     - `maximum_retry_attempts`: 0 to 10000, default 10 (never infinite: a record that
       keeps failing must not block its shard).
     - `maximum_record_age_in_seconds`: 60 to 604800, default 86400 (stream records are
@@ -426,6 +436,14 @@ variable "stream_mapping" {
   validation {
     condition     = var.stream_mapping.parallelization_factor >= 1 && var.stream_mapping.parallelization_factor <= 10 && floor(var.stream_mapping.parallelization_factor) == var.stream_mapping.parallelization_factor
     error_message = "The stream_mapping.parallelization_factor must be a whole number from 1 to 10."
+  }
+
+  # Above 1, Lambda keeps the order of each item (partition key + sort key) only,
+  # and every outbox item has a sort key of its own: two events of one aggregate
+  # could be published by two concurrent batches, in either order.
+  validation {
+    condition     = var.publish_to != "sns_fifo" || var.stream_mapping.parallelization_factor == 1
+    error_message = "With publish_to = \"sns_fifo\" the stream_mapping.parallelization_factor must be 1 (got ${var.stream_mapping.parallelization_factor}): above 1 Lambda runs several batches of a shard at once and keeps the order of each item only, and every outbox item is an item of its own, so two events of one aggregate could be published out of order."
   }
 
   validation {
@@ -549,7 +567,9 @@ variable "consumers" {
 
     Event source mapping:
     - `batch_size`: 1 to 10000, default 10; above 10 needs a batching window of at least 1 s.
-    - `maximum_batching_window_in_seconds`: 0 to 300, default 0.
+      With publish_to = "sns_fifo" (FIFO queues) at most 10.
+    - `maximum_batching_window_in_seconds`: 0 to 300, default 0; must be 0 with
+      publish_to = "sns_fifo" (Lambda supports no batching window on FIFO queues).
     - `maximum_concurrency`: 2 to 1000 concurrent invocations, null (default) for no limit.
 
     EventBridge delivery (publish_to = "eventbridge"; SNS retries delivery to SQS itself):
@@ -640,9 +660,9 @@ variable "consumers" {
   validation {
     condition = alltrue([
       for c in values(var.consumers) :
-      c.event_pattern != null && c.filter_policy != null ? true : (var.publish_to == "sns" ? c.filter_policy != null : c.event_pattern != null)
+      c.event_pattern != null && c.filter_policy != null ? true : (var.publish_to != "eventbridge" ? c.filter_policy != null : c.event_pattern != null)
     ])
-    error_message = var.publish_to == "sns" ? "With publish_to = \"sns\" every consumer needs a filter_policy (a JSON filter policy on the message attributes event_type and source) and no event_pattern. Invalid for: ${join(", ", [for key, c in var.consumers : key if c.filter_policy == null])}." : "With publish_to = \"eventbridge\" every consumer needs an event_pattern (a JSON EventBridge event pattern) and no filter_policy (that is for publish_to = \"sns\"). Invalid for: ${join(", ", [for key, c in var.consumers : key if c.event_pattern == null])}."
+    error_message = var.publish_to != "eventbridge" ? "With publish_to = \"${var.publish_to}\" every consumer needs a filter_policy (a JSON filter policy on the message attributes event_type and source) and no event_pattern. Invalid for: ${join(", ", [for key, c in var.consumers : key if c.filter_policy == null])}." : "With publish_to = \"eventbridge\" every consumer needs an event_pattern (a JSON EventBridge event pattern) and no filter_policy (that is for publish_to = \"sns\"). Invalid for: ${join(", ", [for key, c in var.consumers : key if c.event_pattern == null])}."
   }
 
   validation {
@@ -705,6 +725,18 @@ variable "consumers" {
   validation {
     condition     = alltrue([for c in values(var.consumers) : c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds])
     error_message = "A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_batching_window_in_seconds})" if !(c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds)])}."
+  }
+
+  # Lambda's SQS parameters: "For FIFO queues, the maximum is 10" and "Batching
+  # window is not supported for FIFO queues".
+  validation {
+    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values(var.consumers) : c.batch_size <= 10])
+    error_message = "With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, whose event source mappings take a batch_size of at most 10. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.batch_size})" if c.batch_size > 10])}."
+  }
+
+  validation {
+    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values(var.consumers) : c.maximum_batching_window_in_seconds == 0])
+    error_message = "With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, on which Lambda supports no batching window: maximum_batching_window_in_seconds must be 0. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_batching_window_in_seconds})" if c.maximum_batching_window_in_seconds != 0])}."
   }
 
   validation {

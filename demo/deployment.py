@@ -48,7 +48,7 @@ class Deployment:
     region: str
     table_name: str
     stream_arn: str
-    event_bus_name: str
+    event_bus_name: str | None  # None on the ordered path (SNS FIFO)
     publisher: DeployedFunction
     stream_mapping: Mapping[str, Any]
     on_failure_queue_url: str
@@ -77,7 +77,7 @@ def _one_mapping(lambda_client: Any, function: DeployedFunction, source_arn: str
     return mappings[0]
 
 
-def _rule(events: Any, rule_arn: str | None, bus: str) -> tuple[str | None, str | None]:
+def _rule(events: Any, rule_arn: str | None, bus: str | None) -> tuple[str | None, str | None]:
     if not rule_arn:
         return None, None
     name = rule_arn.rsplit("/", 1)[-1]
@@ -96,7 +96,7 @@ def read_deployment(outputs: Mapping[str, Any], session: boto3.Session) -> Deplo
     consumers: list[ConsumerDeployment] = []
     for key, consumer in sorted((outputs.get("consumers") or {}).items()):
         function = DeployedFunction.read(lambda_client, consumer["function_name"])
-        rule_name, pattern = _rule(events, consumer.get("rule_arn"), outputs["event_bus_name"])
+        rule_name, pattern = _rule(events, consumer.get("rule_arn"), outputs.get("event_bus_name"))
         consumers.append(
             ConsumerDeployment(
                 key=key,
@@ -113,7 +113,7 @@ def read_deployment(outputs: Mapping[str, Any], session: boto3.Session) -> Deplo
         region=outputs.get("region") or session.region_name,
         table_name=outputs["table_name"],
         stream_arn=outputs["table_stream_arn"],
-        event_bus_name=outputs["event_bus_name"],
+        event_bus_name=outputs.get("event_bus_name"),
         publisher=publisher,
         stream_mapping=stream_mapping,
         on_failure_queue_url=outputs["on_failure_queue_url"],

@@ -8,8 +8,10 @@
 2. **EventBridge throttles some entries.** On the first PutEvents call the
    publisher makes after the crash, the second half of the entries is answered
    ``ThrottlingException`` (HTTP 200 with per-entry failures, as AWS does); only
-   the first half is really sent. The publisher must checkpoint at the first
-   throttled entry and publish the rest on the retry.
+   the first half is really sent. On the ordered path it is the first
+   PublishBatch call instead, the second half answered ``Throttling`` in
+   ``Failed``. The publisher must checkpoint at the first throttled entry and
+   publish the rest on the retry.
 3. **A poison outbox item**: an item whose ``envelope`` is not valid JSON, put
    with a raw ``PutItem`` (a buggy writer). It must end quarantined in the
    table, never published, without blocking the records behind it.
@@ -46,6 +48,7 @@ from dynamodb_outbox.envelope import (
 )
 
 THROTTLING_CODE = "ThrottlingException"
+SNS_THROTTLING_CODE = "Throttling"
 POISON_OUTBOX_PK = "ORDER#corrupted-by-a-buggy-writer"
 POISON_MESSAGE_BODY = "this is not an outbox event (sent straight to the queue by the demo)"
 _ENTRIES_KEY = "demo.faults.put_events.entries"
@@ -83,6 +86,8 @@ class PutEventsThrottle:
     #: sends the entries that are not throttled; from a session without the hooks.
     events_client: Any
     after: PublisherCrash | None = None
+    #: the same for PublishBatch (the ordered path); None when the stack has no topic.
+    sns_client: Any = None
     fired: bool = False
     entries_in_call: int = 0
     throttled: int = 0
@@ -93,6 +98,52 @@ class PutEventsThrottle:
         # botocore uses the first non-None answer of a before-call hook as the response.
         hook: Callable[..., Any] = self._before_call
         session.events.register("before-call.events.PutEvents", hook)
+        session.events.register("before-parameter-build.sns.PublishBatch", self._remember_sns)
+        sns_hook: Callable[..., Any] = self._before_sns_call
+        session.events.register("before-call.sns.PublishBatch", sns_hook)
+
+    @staticmethod
+    def _remember_sns(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context[_ENTRIES_KEY] = (params.get("TopicArn"), list(params["PublishBatchRequestEntries"]))
+
+    def _before_sns_call(
+        self, context: dict[str, Any], **_: Any
+    ) -> tuple[AWSResponse, dict[str, Any]] | None:
+        topic_arn, entries = context.pop(_ENTRIES_KEY, (None, []))
+        if not self._fires(entries) or self.sns_client is None:
+            return None
+        keep = len(entries) // 2
+        sent, throttled = entries[:keep], entries[keep:]
+        self.throttled_ids = [str(json.loads(entry["Message"])["id"]) for entry in throttled]
+        answer = self.sns_client.publish_batch(TopicArn=topic_arn, PublishBatchRequestEntries=sent)
+        self.entries_in_call = len(entries)
+        self.throttled = len(throttled)
+        parsed: dict[str, Any] = {
+            "Successful": list(answer.get("Successful", [])),
+            "Failed": list(answer.get("Failed", []))
+            + [
+                {
+                    "Id": entry["Id"],
+                    "Code": SNS_THROTTLING_CODE,
+                    "Message": "Rate exceeded (injected)",
+                    "SenderFault": False,
+                }
+                for entry in throttled
+            ],
+            "ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}, "RetryAttempts": 0},
+        }
+        return AWSResponse("http://injected.invalid/", 200, HTTPHeaders(), None), parsed
+
+    def _fires(self, entries: list[Any]) -> bool:
+        if (
+            self.fired
+            or current_function.get() != self.publisher
+            or (self.after is not None and not self.after.fired)
+            or len(entries) < 2
+        ):
+            return False
+        self.fired = True
+        return True
 
     @staticmethod
     def _remember(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
@@ -102,14 +153,8 @@ class PutEventsThrottle:
         self, context: dict[str, Any], **_: Any
     ) -> tuple[AWSResponse, dict[str, Any]] | None:
         entries: list[dict[str, Any]] = context.pop(_ENTRIES_KEY, [])
-        if (
-            self.fired
-            or current_function.get() != self.publisher
-            or (self.after is not None and not self.after.fired)
-            or len(entries) < 2
-        ):
+        if not self._fires(entries):
             return None
-        self.fired = True
         keep = len(entries) // 2
         sent, throttled = entries[:keep], entries[keep:]
         self.throttled_ids = [_event_id(entry) for entry in throttled]
@@ -153,8 +198,15 @@ def write_poison_outbox_item(dynamodb: Any, table_name: str) -> dict[str, dict[s
 
 
 def send_poison_message(sqs: Any, queue_url: str) -> str:
-    """Fault 4: a body no consumer can parse, straight to the queue; returns its message id."""
-    message_id: str = sqs.send_message(QueueUrl=queue_url, MessageBody=POISON_MESSAGE_BODY)[
+    """Fault 4: a body no consumer can parse, straight to the queue; returns its message id.
+
+    A FIFO queue (the ordered path) needs a message group: a group of its own,
+    so that no order's events wait behind it.
+    """
+    fifo = {}
+    if queue_url.endswith(".fifo"):
+        fifo = {"MessageGroupId": "poison", "MessageDeduplicationId": str(ULID())}
+    message_id: str = sqs.send_message(QueueUrl=queue_url, MessageBody=POISON_MESSAGE_BODY, **fifo)[
         "MessageId"
     ]
     return message_id

@@ -67,7 +67,7 @@ class CallMeter:
 
 @dataclass
 class PutEventsTap:
-    """The outcome of every PutEvents entry sent through the tapped session."""
+    """The outcome of every PutEvents (or, on the ordered path, PublishBatch) entry sent."""
 
     calls: int = 0
     accepted_ids: list[str] = field(default_factory=list)
@@ -76,6 +76,24 @@ class PutEventsTap:
     def attach(self, session: boto3.Session) -> None:
         session.events.register("before-parameter-build.events.PutEvents", self._request)
         session.events.register("after-call.events.PutEvents", self._answer)
+        session.events.register("before-parameter-build.sns.PublishBatch", self._sns_request)
+        session.events.register("after-call.sns.PublishBatch", self._sns_answer)
+
+    @staticmethod
+    def _sns_request(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context[_ENTRIES_KEY] = list(params.get("PublishBatchRequestEntries", []))
+
+    def _sns_answer(self, parsed: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+        sent = {entry["Id"]: entry for entry in context.pop(_ENTRIES_KEY, [])}
+        self.calls += 1
+        for answer in parsed.get("Failed") or []:
+            self.refused[str(answer.get("Code"))] += 1
+        for answer in parsed.get("Successful") or []:
+            entry = sent.get(answer.get("Id"), {})
+            try:
+                self.accepted_ids.append(str(json.loads(entry["Message"])["id"]))
+            except (KeyError, TypeError, ValueError):
+                self.accepted_ids.append("(unreadable message)")
 
     @staticmethod
     def _request(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:

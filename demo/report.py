@@ -10,7 +10,9 @@ Invariants (any failure makes the demo exit non-zero):
 * **each processed once** — every ledger entry has ``times_processed == 1``;
 * **nothing left pending** — no outbox item remains but the quarantined poison;
 * **nothing left in flight** — the consumer queues are empty and no stream
-  batch was given up on (on-failure queue empty).
+  batch was given up on (on-failure queue empty);
+* **order per subject held** (ordered path only) — every consumer handled each
+  order's events in the order they were written, duplicates dropped.
 
 Each injected fault must also have happened and been absorbed; a fault that
 did not fire proves nothing, so that fails the run too.
@@ -18,6 +20,7 @@ did not fire proves nothing, so that fails the run too.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,6 +74,8 @@ class RunFacts:
     meter: CallMeter
     end: EndState
     missing: Sequence[str] = ()
+    #: the ordered path (publish_to = "sns_fifo"): order per subject is checked
+    ordered: bool = False
 
 
 @dataclass
@@ -155,16 +160,20 @@ def _figures(report: Report) -> None:
     quarantined = [i for i in f.end.outbox_items if i.status == STATUS_QUARANTINED]
     crashed = sum(1 for i in publisher.invocations if i.error is not None)
     partial = sum(1 for i in publisher.invocations if i.outcome == "partial")
+    api = "PublishBatch" if f.ordered else "PutEvents"
+    events = sum(len(order.event_ids) for order in f.orders)
     report.figure(
         "orders_written",
         "orders written",
         len(f.orders),
-        "entity + OrderCreated event, one transaction each",
+        "entity + OrderCreated, then OrderConfirmed: two transactions each"
+        if f.ordered
+        else "entity + OrderCreated event, one transaction each",
     )
     report.figure(
         "outbox_items_written",
         "outbox items written",
-        len(f.orders) + 1,
+        events + 1,
         "incl. 1 poison item (raw PutItem)",
     )
     report.figure(
@@ -178,7 +187,7 @@ def _figures(report: Report) -> None:
         "events_published",
         "events published",
         put.accepted,
-        f"PutEvents entries accepted (PublishedEvents metric: {f.published_metric}; a crashed "
+        f"{api} entries accepted (PublishedEvents metric: {f.published_metric}; a crashed "
         "invocation emits none)",
     )
     report.figure("events_published_distinct", "  distinct events", put.distinct)
@@ -190,7 +199,7 @@ def _figures(report: Report) -> None:
     )
     refused = ", ".join(f"{code}" for code in sorted(put.refused)) or ""
     report.figure(
-        "put_events_refused", "PutEvents entries refused", sum(put.refused.values()), refused
+        "put_events_refused", f"{api} entries refused", sum(put.refused.values()), refused
     )
     for consumer, state in zip(f.consumers, f.end.consumers, strict=True):
         stats = consumer.mapping.stats
@@ -250,7 +259,8 @@ def _fault_checks(report: Report) -> None:
     absorbed = sum(c.duplicate_metric for c in f.consumers)
     report.faults.append(
         Check(
-            "1. publisher dies after PutEvents, before the delete",
+            f"1. publisher dies after {'PublishBatch' if f.ordered else 'PutEvents'}, before "
+            "the delete",
             f.crash.fired and duplicates_published > 0 and (absorbed > 0 or not f.consumers),
             (
                 f"crashed once; the batch was retried: {duplicates_published} events "
@@ -264,11 +274,11 @@ def _fault_checks(report: Report) -> None:
     never_published = [i for i in f.throttle.throttled_ids if i not in accepted]
     report.faults.append(
         Check(
-            "2. PutEvents entries throttled",
+            f"2. {'PublishBatch' if f.ordered else 'PutEvents'} entries throttled",
             f.throttle.fired and not never_published,
             (
                 f"{f.throttle.throttled} of {f.throttle.entries_in_call} entries of one call "
-                "answered ThrottlingException; the publisher retried just those (backoff, within "
+                "answered as throttled; the publisher retried just those (backoff, within "
                 "the invocation's time, checkpointing only what still failed) and "
                 + (
                     "all of them were published on the retry"
@@ -329,21 +339,23 @@ def _invariants(report: Report) -> None:
         processed = {entry["event_id"] for entry in consumer.ledger}
         in_dlq = {m.event_id for m in consumer.dlq}
         for order in f.orders:
-            if order.event_id in processed:
-                continue
-            if order.event_id in quarantined:
-                accounted.append(f"{order.pk}: quarantined ({quarantined[order.event_id].reason})")
-            elif order.event_id in in_dlq:
-                accounted.append(f"{order.pk}: in the DLQ of {consumer.key}")
-            else:
-                lost.append(f"{order.pk} ({order.event_id}) by {consumer.key}")
+            for event_id in order.event_ids:
+                if event_id in processed:
+                    continue
+                if event_id in quarantined:
+                    accounted.append(f"{order.pk}: quarantined ({quarantined[event_id].reason})")
+                elif event_id in in_dlq:
+                    accounted.append(f"{order.pk}: in the DLQ of {consumer.key}")
+                else:
+                    lost.append(f"{order.pk} ({event_id}) by {consumer.key}")
     if not end.consumers:
         lost.append("no consumer deployed: delivery could not be checked")
     report.invariants.append(
         Check(
             "no event lost",
             not lost,
-            f"all {len(f.orders)} order events processed{_accounted(accounted)}"
+            f"all {sum(len(o.event_ids) for o in f.orders)} order events processed"
+            f"{_accounted(accounted)}"
             if not lost
             else f"{len(lost)} lost: {', '.join(lost[:5])}",
         )
@@ -404,6 +416,59 @@ def _invariants(report: Report) -> None:
             if not in_queues and end.on_failure_depth == 0
             else f"consumer queues {in_queues}, on-failure queue {end.on_failure_depth}",
         )
+    )
+
+    if f.ordered:
+        report.invariants.append(_order_per_subject(f))
+
+
+def handled_in_order(mapping: SqsMapping) -> list[tuple[str, str]]:
+    """(subject, event id) of every message the consumer handled, in handling order.
+
+    Read from the runtime's invocations: a message counts once its invocation
+    answered without listing it (a whole-batch failure handled nothing).
+    """
+    handled: list[tuple[str, str]] = []
+    for invocation in mapping.invocations:
+        if invocation.outcome == "failure":
+            continue
+        failed = set(invocation.failed_ids)
+        for record in invocation.event["Records"]:
+            if record["messageId"] in failed:
+                continue
+            try:
+                envelope = json.loads(record["body"])
+                handled.append((str(envelope["subject"]), str(envelope["id"])))
+            except (KeyError, TypeError, ValueError):
+                continue  # not an event (the poison message)
+    return handled
+
+
+def _order_per_subject(f: RunFacts) -> Check:
+    expected = {order.pk: list(order.event_ids) for order in f.orders}
+    broken: list[str] = []
+    for consumer in f.consumers:
+        seen: dict[str, list[str]] = {}
+        known: set[str] = set()
+        for subject, event_id in handled_in_order(consumer.mapping):
+            if event_id not in known:
+                known.add(event_id)
+                seen.setdefault(subject, []).append(event_id)
+        broken += [
+            f"{pk} at {consumer.key}"
+            for pk, ids in expected.items()
+            if [i for i in seen.get(pk, []) if i in ids] != [i for i in ids if i in known]
+        ]
+    subjects = len(expected)
+    return Check(
+        "order per subject held",
+        not broken and bool(f.consumers),
+        "no consumer deployed"
+        if not f.consumers
+        else f"each consumer handled the events of each of the {subjects} orders in write order "
+        "(duplicates dropped)"
+        if not broken
+        else f"{len(broken)} out of order: {', '.join(broken[:5])}",
     )
 
 

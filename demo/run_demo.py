@@ -2,7 +2,11 @@
 
 Usage::
 
-    .venv/bin/python -m demo.run_demo [--orders N] [--keep]
+    .venv/bin/python -m demo.run_demo [--orders N] [--ordering fifo] [--keep]
+
+``--ordering fifo`` (``make demo ORDERING=fifo``) applies the ordered path
+(``publish_to = "sns_fifo"``: FIFO topic and queues), confirms every order in a
+second transaction, and adds the "order per subject held" invariant.
 
 Phases: start a moto server in this process; ``terraform init`` and ``apply``
 ``examples/local`` against it (a throwaway copy, the provider mirror); read
@@ -45,7 +49,7 @@ from demo.metering import CallMeter, PutEventsTap
 from demo.observe import read_end_state
 from demo.report import ConsumerRun, Report, RunFacts, build_report
 from demo.stack import Stack, TerraformFailed, ToolingMissing
-from demo.workload import Order, write_orders
+from demo.workload import Order, confirm_orders, write_orders
 from dynamodb_outbox.local import (
     DrainLimitReached,
     SqsMapping,
@@ -82,6 +86,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--event-source",
         default=DEFAULT_EVENT_SOURCE,
         help=f"source of the events; the example rule matches it (default {DEFAULT_EVENT_SOURCE})",
+    )
+    parser.add_argument(
+        "--ordering",
+        choices=("none", "fifo"),
+        default="none",
+        help="fifo: the ordered path (publish_to = sns_fifo), two events per order and the "
+        "'order per subject held' invariant (default none: EventBridge)",
     )
     parser.add_argument(
         "--report-json",
@@ -127,6 +138,10 @@ class Demo:
         self.missing: list[str] = []
         self._saved_env: dict[str, str | None] = {}
 
+    @property
+    def ordered(self) -> bool:
+        return bool(self.args.ordering == "fifo")
+
     # ------------------------------------------------------------------ phases
 
     def start_emulator(self) -> None:
@@ -134,6 +149,8 @@ class Demo:
             self.emulator = Emulator.start(REGION)
             self._saved_env = configure_process(self.emulator.url, REGION)
             self.variables = {"endpoint_url": self.emulator.url, "region": REGION}
+            if self.ordered:
+                self.variables["publish_to"] = "sns_fifo"
             phase.summary = self.emulator.url
 
     def terraform_init(self) -> None:
@@ -147,9 +164,13 @@ class Demo:
             self.apply_attempted = True
             added, self.outputs = self.stack.apply(self.variables)
             consumers = sorted((self.outputs.get("consumers") or {}).keys())
+            target = (
+                f"FIFO topic {str(self.outputs.get('sns_topic_arn')).rsplit(':', 1)[-1]}"
+                if self.ordered
+                else f"bus {self.outputs['event_bus_name']}"
+            )
             phase.summary = (
-                f"{added} resources: table {self.outputs['table_name']}, "
-                f"bus {self.outputs['event_bus_name']}, "
+                f"{added} resources: table {self.outputs['table_name']}, {target}, "
                 f"consumers: {', '.join(consumers) if consumers else 'none'}"
             )
 
@@ -202,12 +223,15 @@ class Demo:
             )
             self.poison_outbox_sk = key["SK"]["S"]
             self.orders += write_orders(writer, range(middle + 1, count + 1), source=source)
+            if self.ordered:
+                self.orders = confirm_orders(writer, self.orders, source=source)
             for consumer in deployment.consumers:
                 self.poison_message_id = send_poison_message(
                     sessions["faults"].client("sqs"), consumer.queue_url
                 )
+            transactions = sum(len(order.event_ids) for order in self.orders)
             phase.summary = (
-                f"{len(self.orders)} transactions; poison outbox item after order {middle}"
+                f"{transactions} transactions; poison outbox item after order {middle}"
                 + (", poison message on the consumer queue" if deployment.consumers else "")
             )
 
@@ -278,6 +302,7 @@ class Demo:
                     meter=self.meter,
                     end=end,
                     missing=self.missing,
+                    ordered=self.ordered,
                 )
             )
             failed = [c for c in report.invariants + report.faults if not c.held]
@@ -314,7 +339,10 @@ class Demo:
         self.crash = PublisherCrash(publisher)
         self.crash.attach(functions)
         self.throttle = PutEventsThrottle(
-            publisher, events_client=sessions["inspect"].client("events"), after=self.crash
+            publisher,
+            events_client=sessions["inspect"].client("events"),
+            after=self.crash,
+            sns_client=sessions["inspect"].client("sns"),
         )
         self.throttle.attach(functions)
         return sessions
@@ -376,8 +404,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     terminal = sys.stdout
     demo = Demo(args, terminal)
     demo.console.line(
-        f"outbox demo: {args.orders} orders through examples/local on a local emulator, "
-        "with 4 injected faults"
+        f"outbox demo: {args.orders} orders through examples/local"
+        + (" (ordered path: SNS FIFO)" if args.ordering == "fifo" else "")
+        + " on a local emulator, with 4 injected faults"
     )
     demo.output.install()
     report: Report | None = None

@@ -38,6 +38,7 @@ _EXISTING_TABLE_PREFIXES = (
 WHOLE_MODULES = (
     "tests/demo/test_demo.py",  # demo_run: one `make demo` for the module
     "tests/reliability/test_generated_inputs.py",  # stack; GENERATED, totalled last
+    "tests/reliability/test_ordered_per_subject.py",  # ordered_run: one faulty run, 4 checks
     "tests/unit/test_typing.py",  # mypy's cache directory
     "tests/terraform/test_validate_messages.py",  # the cases' root module, initialised once
 )

@@ -55,9 +55,15 @@ module "outbox" {
   # moto holds its SQS mapping ENABLED and, as long as it does, receives the
   # queue's messages itself: the local runtime and the apply test disable it
   # through the Lambda API before they send anything.
+  # The same queues on the ordered path: FIFO topic and FIFO queue + DLQ.
+  publish_to = var.publish_to
   consumers = {
-    audit = {
+    audit = var.publish_to == "eventbridge" ? {
       event_pattern = jsonencode({ source = [var.event_source] })
+      filter_policy = null
+      } : {
+      event_pattern = null
+      filter_policy = jsonencode({ source = [var.event_source] })
     }
   }
 }

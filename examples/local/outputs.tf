@@ -127,3 +127,8 @@ output "dashboard_name" {
   description = "The outbox's CloudWatch dashboard."
   value       = module.outbox.dashboard_name
 }
+
+output "sns_topic_arn" {
+  description = "ARN of the SNS topic (publish_to = \"sns_fifo\"); null on the EventBridge path."
+  value       = module.outbox.sns_topic_arn
+}

@@ -16,6 +16,17 @@ variable "name" {
   default     = "outbox-local"
 }
 
+variable "publish_to" {
+  description = "The module's publish_to: \"eventbridge\" (default) or \"sns_fifo\" (the ordered path: FIFO topic and queues, `make demo ORDERING=fifo`)."
+  type        = string
+  default     = "eventbridge"
+
+  validation {
+    condition     = contains(["eventbridge", "sns_fifo"], var.publish_to)
+    error_message = "The publish_to of examples/local must be \"eventbridge\" or \"sns_fifo\"."
+  }
+}
+
 variable "event_source" {
   description = "EventBridge source the demo's events carry; the example's consumer receives exactly these."
   type        = string

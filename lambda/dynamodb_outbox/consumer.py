@@ -14,8 +14,11 @@ event" into a Lambda handler that:
 * never answers with an empty or null identifier: Lambda reads that as "the
   whole batch failed" (docs/aws-semantics.md, "Partial batch responses"). A record that
   cannot be named is reported by raising instead, on purpose and loudly;
-* on FIFO queues stops at the first failure and returns it plus every later
-  message, because processing past it would break the message-group order;
+* on FIFO queues stops a message group at its first failure and returns that
+  message plus every later message of its group, because processing past it
+  would break the group's order, while the other groups of the batch carry on
+  (Powertools' ``SqsFifoPartialProcessor(skip_group_on_error=True)``); a FIFO
+  message without a group id stops the whole batch, the safe reading;
 * runs the function at most once per event id and consumer, through Powertools
   idempotency on DynamoDB: a redelivered event is skipped (success), a failed
   attempt leaves no record (Powertools deletes it) so the retry runs, and an
@@ -248,6 +251,12 @@ def is_fifo(event_source_arn: object) -> bool:
     return isinstance(event_source_arn, str) and event_source_arn.endswith(_FIFO_SUFFIX)
 
 
+def _message_group(record: Mapping[str, Any]) -> str | None:
+    attributes = record.get("attributes")
+    group = attributes.get("MessageGroupId") if isinstance(attributes, Mapping) else None
+    return group if isinstance(group, str) and group else None
+
+
 def idempotency_key_prefix(consumer_name: str) -> str:
     """The prefix of this consumer's idempotency keys: ``idempotency#<consumer name>``.
 
@@ -371,6 +380,7 @@ def process_sqs_batch(
     _check_store(persistence_store, config, key_prefix)
 
     failures: list[str] = []
+    failed_groups: set[str] = set()
     outcomes: Counter[_Outcome] = Counter()
     time_left = _time_left(lambda_context)
     margin = min(stop_margin_seconds, time_left() / 5) if time_left is not None else 0.0
@@ -386,6 +396,12 @@ def process_sqs_batch(
                     extra={"unattempted_count": unattempted, "seconds_left": time_left()},
                 )
                 break
+            group = _message_group(record) if fifo else None
+            if group is not None and group in failed_groups:
+                # An earlier message of its group failed: running this one would
+                # overtake it. Returned unprocessed, it comes back after it.
+                failures.append(message_id)
+                continue
             outcome = _process_record(
                 message_id,
                 record,
@@ -401,14 +417,21 @@ def process_sqs_batch(
             if outcome is not _Outcome.FAILED:
                 continue
             failures.append(message_id)
-            if fifo:
-                # Later messages may belong to the same message group: running them
-                # now would overtake the failed one. Return them unprocessed.
+            if fifo and group is not None:
+                failed_groups.add(group)
+                log.warning(
+                    "FIFO message group stopped at its first failure; its later messages are "
+                    "returned unprocessed, other groups carry on",
+                    extra={"message_id": message_id, "message_group_id": group},
+                )
+            elif fifo:
+                # No group id to tell the groups apart: every later message could
+                # be of the failed one's group. Return them all unprocessed.
                 unprocessed = message_ids[index + 1 :]
                 failures.extend(unprocessed)
                 if unprocessed:
                     log.warning(
-                        "FIFO batch stopped at the first failure; later messages returned "
+                        "FIFO message without a MessageGroupId failed; later messages returned "
                         "unprocessed",
                         extra={"message_id": message_id, "unprocessed_count": len(unprocessed)},
                     )

@@ -3,6 +3,20 @@
 :func:`publish_outbox_items` takes outbox items, whichever path found them, and
 publishes them in order: same planning, batching, failure rules, quarantine
 and delete for both paths. The rules, and why, are in :mod:`dynamodb_outbox.publisher`.
+
+On a sink that keeps order per subject (SNS FIFO, ``rules.orders_by_subject``)
+two more rules keep one subject's events in the order given:
+
+* a call carries at most one entry per subject: AWS keeps the order of the
+  entries of one ``PublishBatch`` but does not say that a failed entry fails
+  the later entries of its group, so a later one could get through alone;
+* an entry of a subject that fails retryably holds every later entry of that
+  subject until it is published; the held entries go out after it (in the
+  same invocation when its retry succeeds), never before. What is still held
+  when time runs out is part of the checkpoint.
+
+A poison event of a subject is quarantined and the subject moves on (a gap,
+with the ``QuarantinedEvents`` alarm; docs/decisions.md says why).
 """
 
 from __future__ import annotations
@@ -340,6 +354,7 @@ class Publication:
         self.should_continue = should_continue
         self.result = result
         self.time_left = time_left
+        self.ordered = deps.sink.rules.orders_by_subject
         # Kept free for the deletes: the policy's margin, at most a fifth of the
         # budget at the start, so that a short timeout still gets its retries.
         margin = deps.retry.margin_seconds
@@ -386,7 +401,9 @@ class Publication:
         checkpoint, when time or attempts run out, is the lowest position not
         yet done: everything before it is published or quarantined.
         """
-        retrying: list[_Publish] = []  # in position order
+        # Sent again in the next call, in position order: entries that failed
+        # retryably and, on an ordered sink, entries held behind them.
+        retrying: list[_Publish] = []
         attempts: dict[int, int] = {}
         calls = 0
         while retrying or plans:
@@ -401,22 +418,23 @@ class Publication:
                     extra={"position": first},
                 )
                 return None
-            if retrying:
-                worst = max(attempts[plan.candidate.position] for plan in retrying)
+            worst = max((attempts.get(plan.candidate.position, 0) for plan in retrying), default=0)
+            if worst:
                 delay = self.retry.delay(worst)
                 if not self._may_retry(worst, delay):
                     return self._checkpoint(retrying, plans)
                 self.sleep(delay)
             elif calls and self.time_left is not None and self.time_left() < self.margin:
                 return self._checkpoint(retrying, plans)  # fresh work, but no time for it
-            call, unmarked = self._fill(retrying, plans)
-            retrying = self._send_and_settle(call) if call else []
+            call, held, unmarked = self._fill(retrying, plans)
+            again = self._send_and_settle(call) if call else []
+            retrying = sorted([*again, *held], key=lambda plan: plan.candidate.position)
             calls += 1 if call else 0
             if self.overlaps_deletes:
                 self._queue_deletes(deleter, final=False)
             if unmarked is not None:  # a quarantine write that failed: resume there
                 return self._checkpoint([*retrying, unmarked], deque())
-            for plan in retrying:
+            for plan in again:
                 attempts[plan.candidate.position] = attempts.get(plan.candidate.position, 0) + 1
         return None
 
@@ -442,31 +460,55 @@ class Publication:
 
     def _fill(
         self, retrying: list[_Publish], plans: deque[_Plan]
-    ) -> tuple[list[_Publish], _Plan | None]:
-        """The next call: the entries to retry, then fresh ones in order, within the limits.
+    ) -> tuple[list[_Publish], list[_Publish], _Plan | None]:
+        """The next call, the entries held out of it, and a poison item left unmarked.
+
+        The call takes the entries to retry, then fresh ones in order, within
+        the limits. On an ordered sink an entry whose subject is already in the
+        call, or has an earlier entry held, is held too (in position order), so
+        a subject never has two entries in one call nor one overtaking another.
 
         Poison met on the way is quarantined (idempotent, so doing it before a
         later failure costs at most a redundant write on a retry); a quarantine
         write that fails is returned, and the call stops before it.
         """
         rules = self.sink.rules
-        call = list(retrying)
-        size = sum(plan.size for plan in call)
+        call: list[_Publish] = []
+        held: list[_Publish] = []
+        size = 0
+        busy: set[str] = set()  # subjects in the call or held (ordered sinks only)
+
+        def full(plan: _Publish) -> bool:
+            return bool(call) and (
+                len(call) >= rules.max_entries or size + plan.size > rules.max_request_bytes
+            )
+
+        for again in retrying:
+            subject = again.event.envelope.subject
+            if self.ordered and (subject in busy or full(again)):
+                held.append(again)
+            else:
+                call.append(again)
+                size += again.size
+            busy.add(subject)
         while plans:
             plan = plans[0]
             if isinstance(plan, _Poison):
                 plans.popleft()
                 if not self._quarantine(plan, plan.reason):
-                    return call, plan
+                    return call, held, plan
                 continue
-            if call and (
-                len(call) >= rules.max_entries or size + plan.size > rules.max_request_bytes
-            ):
+            if self.ordered and plan.event.envelope.subject in busy:
+                plans.popleft()
+                held.append(plan)
+                continue
+            if full(plan):
                 break
             plans.popleft()
             call.append(plan)
             size += plan.size
-        return call, None
+            busy.add(plan.event.envelope.subject)
+        return call, held, None
 
     def _checkpoint(self, retrying: Sequence[_Plan], plans: deque[_Plan]) -> _Plan:
         left = [*retrying, *list(plans)[:1]]

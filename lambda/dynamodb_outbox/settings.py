@@ -144,15 +144,17 @@ def sink_from_environment(
     environ: Mapping[str, str] | None = None,
     client_factory: ClientFactory | None = None,
 ) -> Sink:
-    """The sink ``OUTBOX_PUBLISH_TO`` selects: ``eventbridge`` (default) or ``sns``.
+    """The sink ``OUTBOX_PUBLISH_TO`` selects: ``eventbridge`` (default), ``sns`` or ``sns_fifo``.
 
     EventBridge needs ``OUTBOX_EVENT_BUS_NAME`` (name or ARN), SNS needs
-    ``OUTBOX_TOPIC_ARN``. Shared by the publisher and the sweeper, so both send
-    the same way. Raises :class:`ConfigurationError` naming the variable at fault.
+    ``OUTBOX_TOPIC_ARN`` (for ``sns_fifo`` a FIFO topic, whose name ends in
+    ``.fifo``). Shared by the publisher and the sweeper, so both send the same way.
+    Raises :class:`ConfigurationError` naming the variable at fault.
     """
     from dynamodb_outbox.sinks import (
         PUBLISH_TO_EVENTBRIDGE,
         PUBLISH_TO_SNS,
+        PUBLISH_TO_SNS_FIFO,
         EventBridgeSink,
         SnsSink,
         is_sns_topic_arn,
@@ -164,15 +166,21 @@ def sink_from_environment(
     if publish_to == PUBLISH_TO_EVENTBRIDGE:
         bus = required_env(ENV_EVENT_BUS_NAME, environ)
         return EventBridgeSink(make_client("events"), bus)
-    if publish_to == PUBLISH_TO_SNS:
+    if publish_to in (PUBLISH_TO_SNS, PUBLISH_TO_SNS_FIFO):
         topic_arn = required_env(ENV_TOPIC_ARN, environ)
         if not is_sns_topic_arn(topic_arn):
             raise ConfigurationError(
                 f"environment variable {ENV_TOPIC_ARN} must be an SNS topic ARN "
                 f"(arn:<partition>:sns:<region>:<account>:<name>), got {topic_arn!r}"
             )
+        if publish_to == PUBLISH_TO_SNS_FIFO and not topic_arn.endswith(".fifo"):
+            # A standard topic would take the events without their order.
+            raise ConfigurationError(
+                f"environment variable {ENV_TOPIC_ARN} must name a FIFO topic (ending in "
+                f".fifo) when {ENV_PUBLISH_TO}={PUBLISH_TO_SNS_FIFO}, got {topic_arn!r}"
+            )
         return SnsSink(make_client("sns"), topic_arn)
     raise ConfigurationError(
-        f"environment variable {ENV_PUBLISH_TO} must be {PUBLISH_TO_EVENTBRIDGE!r} or "
-        f"{PUBLISH_TO_SNS!r}, got {environ.get(ENV_PUBLISH_TO)!r}"
+        f"environment variable {ENV_PUBLISH_TO} must be {PUBLISH_TO_EVENTBRIDGE!r}, "
+        f"{PUBLISH_TO_SNS!r} or {PUBLISH_TO_SNS_FIFO!r}, got {environ.get(ENV_PUBLISH_TO)!r}"
     )

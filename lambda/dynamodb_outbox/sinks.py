@@ -244,6 +244,15 @@ class SinkRules(Protocol):
         """Why the transport would never accept ``event`` besides its size, or None."""
         ...
 
+    @property
+    def orders_by_subject(self) -> bool:
+        """Whether the transport keeps the events of one subject in order (SNS FIFO).
+
+        The publisher then never lets a later event of a subject overtake an
+        earlier one that failed (see :mod:`dynamodb_outbox.publishing`).
+        """
+        ...
+
 
 def _utf16_length(text: str) -> int:
     # AWS length constraints count characters as its Java services do: UTF-16
@@ -289,6 +298,10 @@ class EventBridgeRules(NamedTuple):
     max_request_bytes: int = PUT_EVENTS_MAX_REQUEST_BYTES
     name: str = "PutEvents"
     max_entries: int = PUT_EVENTS_MAX_ENTRIES
+
+    @property
+    def orders_by_subject(self) -> bool:
+        return False  # EventBridge delivers in no particular order
 
     def entry_size(self, event: OutboundEvent) -> int:
         return put_events_entry_size(
@@ -352,6 +365,10 @@ class SnsRules(NamedTuple):
     max_request_bytes: int = SNS_MAX_REQUEST_BYTES
     name: str = "PublishBatch"
     max_entries: int = SNS_MAX_ENTRIES
+
+    @property
+    def orders_by_subject(self) -> bool:
+        return self.fifo  # the subject is the FIFO message group
 
     def entry_size(self, event: OutboundEvent) -> int:
         return sns_entry_size(event.body, _sns_attributes(event.envelope))

@@ -24,6 +24,17 @@ An event the table's sink would never accept (too large for it, a field it
 refuses) is refused too, by the sink's own rules (:mod:`dynamodb_outbox.sinks`,
 chosen with ``publish_to``): committed, it could only be quarantined.
 
+Which events reach consumers in the order they were written: with
+``publish_to = "sns_fifo"`` (the ordered path), two events are delivered in
+write order when they have the same partition key (the entity's ``PK``: the
+stream keeps one partition's records in order with a parallelization factor of
+1) AND the same envelope ``subject`` (the FIFO message group). Give every event
+of an aggregate the aggregate's key as ``PK`` and its id as ``subject``. AWS
+documents no order among the stream records of one transaction: two events of
+an aggregate that must stay ordered go in two transactions, one after the
+other. Nothing else is ordered: not two subjects, not two partition keys, and nothing
+on the ``eventbridge`` and ``sns`` paths (README, "Guarantees").
+
 This module ships to application code (Lambda layer): it imports only the
 standard library, boto3/botocore, python-ulid, the envelope and sink rules and
 the trace context finder (which uses OpenTelemetry or the X-Ray SDK only when

@@ -1,7 +1,9 @@
-"""``make demo`` end to end, at a small size: one apply of examples/local, faults, report.
+"""``make demo ORDERING=fifo`` end to end, at a small size: one apply of examples/local, faults.
 
-The demo runs as a subprocess, exactly as ``make demo`` runs it, with
-``--orders 30`` and ``--report-json`` so the figures can be checked without
+The demo runs as a subprocess, exactly as ``make demo ORDERING=fifo`` runs it
+(the ordered path: ``publish_to = "sns_fifo"``, FIFO topic, queue and DLQ, two
+events per order), with ``--orders 30`` and ``--report-json`` so the figures can
+be checked without
 parsing the printed report (the printed report is checked too, lightly). It
 starts its own moto server in its own process, so it shares nothing with the
 session stack of tests/terraform. Skipped loudly when terraform or the
@@ -23,6 +25,7 @@ pytestmark = [pytest.mark.terraform, pytest.mark.apply]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ORDERS = 30
+EVENTS = 2 * ORDERS  # OrderCreated, then OrderConfirmed
 DEMO_TIMEOUT_SECONDS = 600
 EXIT_NO_MIRROR = 3  # scripts/tf_cli_config.py
 
@@ -53,6 +56,8 @@ def demo_run(
             "demo.run_demo",
             "--orders",
             str(ORDERS),
+            "--ordering",
+            "fifo",
             "--report-json",
             str(report_path),
         ],
@@ -92,18 +97,30 @@ def test_demo_figures_show_every_fault_absorbed(demo_run: tuple[Any, Any]) -> No
     figures = report["figures"]
 
     assert figures["orders_written"] == ORDERS
-    assert figures["events_published"] >= ORDERS
-    assert figures["events_published_distinct"] == ORDERS
+    assert figures["events_published"] >= EVENTS
+    assert figures["events_published_distinct"] == EVENTS
     assert figures["events_republished"] > 0  # the publisher crash
     assert figures["put_events_refused"] > 0  # the throttled entries
     assert figures["quarantined"] == 1  # the poison outbox item
     assert figures["on_failure_queue"] == 0
     processed = _per_consumer(figures, "processed.")
-    assert processed and all(count == ORDERS for count in processed.values())
+    assert processed and all(count == EVENTS for count in processed.values())
     duplicates = _per_consumer(figures, "duplicates_absorbed.")
     assert duplicates and all(count > 0 for count in duplicates.values())
     dlq = _per_consumer(figures, "consumer_dlq.")
     assert dlq and all(depth == 1 for depth in dlq.values())  # the poison message
+
+
+def test_demo_on_the_ordered_path_checks_the_order_per_subject(
+    demo_run: tuple[Any, Any],
+) -> None:
+    result, report = demo_run
+    assert report is not None, _describe(result)
+
+    order = report["invariants"]["order per subject held"]
+    assert order["held"] is True, order
+    assert f"each of the {ORDERS} orders in write order" in order["detail"]
+    assert "FIFO topic" in result.stdout
 
 
 def test_demo_checks_each_event_processed_once(demo_run: tuple[Any, Any]) -> None:
@@ -119,9 +136,9 @@ def test_demo_counts_the_api_calls_of_each_function(demo_run: tuple[Any, Any]) -
     assert report is not None, _describe(result)
     calls = report["api_calls"]
 
-    assert calls["app (OutboxWriter)"]["dynamodb:TransactWriteItems"] == ORDERS
+    assert calls["app (OutboxWriter)"]["dynamodb:TransactWriteItems"] == EVENTS
     publisher = [ops for component, ops in calls.items() if component.endswith("-publisher")]
-    assert publisher and publisher[0]["events:PutEvents"] >= ORDERS / 10
+    assert publisher and publisher[0]["sns:PublishBatch"] >= EVENTS / 10
 
 
 def test_demo_destroys_the_stack_and_leaves_nothing_in_the_repo(

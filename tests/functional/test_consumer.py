@@ -14,6 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.utilities.batch import (
+    SqsFifoPartialProcessor,
+    process_partial_response,
+)
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
     IdempotencyConfig,
@@ -345,6 +349,74 @@ def test_fifo_failure_at_message_4_returns_4_to_10_and_does_not_process_5_to_10(
     # AND nothing after the failure ran (it would overtake the failed message)
     assert set(recorder.effects) == {event.id for event in events[:3]}
     assert not set(recorder.calls) & {event.id for event in events[4:]}
+
+
+def interleaved_fifo_batch(events: list[Envelope]) -> list[dict[str, Any]]:
+    """Messages of groups A and B in turn: A0 B1 A2 B3 ..."""
+    return [
+        sqs_record(eventbridge_body(event), queue_arn=FIFO_QUEUE_ARN, group_id="AB"[n % 2])
+        for n, event in enumerate(events)
+    ]
+
+
+def test_fifo_failure_stops_only_its_group_and_the_other_groups_carry_on(
+    store: DynamoDBPersistenceLayer,
+) -> None:
+    # GIVEN a FIFO batch A0 B1 A2 B3 A4 B5 A6 B7 whose A2 fails
+    events = envelopes(8)
+    recorder = Recorder(fail_times={events[2].id: 1})
+    records = interleaved_fifo_batch(events)
+
+    # WHEN the consumer handles it
+    response = run(store, records, recorder)
+
+    # THEN A2 and every later message of A come back, in order, none of them run
+    assert failure_ids(response) == [records[n]["messageId"] for n in (2, 4, 6)]
+    assert not set(recorder.calls) & {events[n].id for n in (4, 6)}
+    # AND group B went on to the end
+    assert set(recorder.effects) == {events[n].id for n in (0, 1, 3, 5, 7)}
+
+
+def test_fifo_group_skipping_answers_as_powertools_skip_group_on_error_does(
+    store: DynamoDBPersistenceLayer,
+) -> None:
+    # GIVEN a FIFO batch over two groups whose A2 and B5 fail
+    events = envelopes(8)
+    failing = {events[2].id, events[5].id}
+    records = interleaved_fifo_batch(events)
+
+    def powertools_record_handler(record: Any) -> None:
+        if json.loads(record.body)["detail"]["id"] in failing:
+            raise RuntimeError("fails")
+
+    # WHEN the toolkit and Powertools' FIFO processor handle the same batch
+    ours = run(store, records, Recorder(fail_times=dict.fromkeys(failing, 1)))
+    theirs = process_partial_response(
+        event=sqs_event(records),
+        record_handler=powertools_record_handler,
+        processor=SqsFifoPartialProcessor(skip_group_on_error=True),
+    )
+
+    # THEN both return the same messages
+    assert failure_ids(ours) == [item["itemIdentifier"] for item in theirs["batchItemFailures"]]
+    assert failure_ids(ours) == [records[n]["messageId"] for n in (2, 4, 5, 6, 7)]
+
+
+def test_fifo_message_without_a_group_id_that_fails_stops_the_whole_batch(
+    store: DynamoDBPersistenceLayer,
+) -> None:
+    # GIVEN a FIFO batch whose records carry no MessageGroupId, the second one failing
+    events = envelopes(4)
+    records = interleaved_fifo_batch(events)
+    for record in records:
+        del record["attributes"]["MessageGroupId"]
+    recorder = Recorder(fail_times={events[1].id: 1})
+
+    response = run(store, records, recorder)
+
+    # THEN nothing can tell the groups apart: everything from the failure on comes back
+    assert failure_ids(response) == [record["messageId"] for record in records[1:]]
+    assert set(recorder.effects) == {events[0].id}
 
 
 def test_fifo_batch_that_succeeds_returns_no_failures(store: DynamoDBPersistenceLayer) -> None:

@@ -306,8 +306,10 @@ def test_fifo_topic_groups_by_subject_and_deduplicates_by_event_id(
     result, sns = run_sns_publisher(outbox.records, outbox_table, sns_fifo_topic)
 
     # THEN each entry names its aggregate as the group and its event id as the dedup id
+    # (one entry per group and call: see test_publisher_ordered.py)
     assert result.response() == {"batchItemFailures": []}
-    for entry, envelope in zip(sns.calls[0], outbox.envelopes, strict=True):
+    entries = [entry for call in sns.calls for entry in call]
+    for entry, envelope in zip(entries, outbox.envelopes, strict=True):
         assert entry["MessageGroupId"] == envelope.subject
         assert entry["MessageDeduplicationId"] == envelope.id
     # AND the FIFO subscriber sees them with those ids, per group in write order

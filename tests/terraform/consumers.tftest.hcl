@@ -804,6 +804,150 @@ run "sns_topic_uses_the_customer_key" {
   }
 }
 
+# The ordered path: FIFO topic, FIFO queues and DLQs, a FIFO-valid mapping.
+run "sns_fifo_creates_a_fifo_topic_and_per_consumer_fifo_queue_and_dlq" {
+  command = plan
+
+  variables {
+    publish_to = "sns_fifo"
+    consumers = {
+      billing = {
+        filter_policy = "{\"event_type\":[\"OrderCreated\"]}"
+        function = {
+          arn       = "arn:aws:lambda:eu-west-1:111122223333:function:billing"
+          role_name = "billing-role"
+        }
+      }
+      audit = {
+        filter_policy = "{\"source\":[\"orders\"]}"
+      }
+    }
+  }
+
+  # The ARNs the module builds from the FIFO names (postconditions compare them).
+  override_resource {
+    target          = aws_sns_topic.this[0]
+    override_during = plan
+    values          = { arn = "arn:aws:sns:eu-west-1:111122223333:orders-outbox.fifo" }
+  }
+  override_resource {
+    target          = aws_sqs_queue.consumer["billing"]
+    override_during = plan
+    values          = { arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-billing-consumer.fifo" }
+  }
+  override_resource {
+    target          = aws_sqs_queue.consumer_dlq["billing"]
+    override_during = plan
+    values          = { arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-billing-consumer-dlq.fifo" }
+  }
+  override_resource {
+    target          = aws_sqs_queue.consumer["audit"]
+    override_during = plan
+    values          = { arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-audit-consumer.fifo" }
+  }
+  override_resource {
+    target          = aws_sqs_queue.consumer_dlq["audit"]
+    override_during = plan
+    values          = { arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-audit-consumer-dlq.fifo" }
+  }
+
+  assert {
+    condition = (
+      aws_sns_topic.this[0].name == "orders-outbox.fifo"
+      && aws_sns_topic.this[0].fifo_topic == true
+      && aws_sns_topic.this[0].content_based_deduplication == false
+    )
+    error_message = "sns_fifo creates a FIFO topic <name>.fifo without content-based deduplication (the event id is the deduplication id)."
+  }
+
+  assert {
+    condition = alltrue(flatten([
+      for k in ["billing", "audit"] : [
+        aws_sqs_queue.consumer[k].name == "orders-outbox-${k}-consumer.fifo",
+        aws_sqs_queue.consumer_dlq[k].name == "orders-outbox-${k}-consumer-dlq.fifo",
+        [for q in [aws_sqs_queue.consumer[k], aws_sqs_queue.consumer_dlq[k]] : q.fifo_queue == true && q.content_based_deduplication == false],
+        jsondecode(aws_sqs_queue.consumer[k].redrive_policy).deadLetterTargetArn == aws_sqs_queue.consumer_dlq[k].arn,
+        aws_sns_topic_subscription.consumer[k].endpoint == aws_sqs_queue.consumer[k].arn,
+        aws_sns_topic_subscription.consumer[k].raw_message_delivery == true,
+        jsondecode(aws_sns_topic_subscription.consumer[k].redrive_policy) == { deadLetterTargetArn = aws_sqs_queue.consumer_dlq[k].arn },
+        aws_lambda_event_source_mapping.consumer[k].event_source_arn == aws_sqs_queue.consumer[k].arn,
+        aws_lambda_event_source_mapping.consumer[k].batch_size == 10,
+        aws_lambda_event_source_mapping.consumer[k].maximum_batching_window_in_seconds == 0,
+        aws_lambda_event_source_mapping.consumer[k].function_response_types == toset(["ReportBatchItemFailures"]),
+      ]
+    ]))
+    error_message = "Each consumer gets a FIFO queue and FIFO DLQ (redrive and subscription DLQ), a raw-delivery subscription and a mapping of at most 10 messages without a window."
+  }
+
+  assert {
+    condition = (
+      aws_lambda_function.publisher.environment[0].variables["OUTBOX_PUBLISH_TO"] == "sns_fifo"
+      && aws_lambda_function.publisher.environment[0].variables["OUTBOX_TOPIC_ARN"] == "arn:aws:sns:eu-west-1:111122223333:orders-outbox.fifo"
+    )
+    error_message = "The publisher must be told it publishes to a FIFO topic (it groups by subject)."
+  }
+}
+
+run "sns_fifo_rejects_a_consumer_batch_size_above_10" {
+  command = plan
+
+  variables {
+    publish_to = "sns_fifo"
+    consumers = {
+      audit = {
+        filter_policy                      = "{\"source\":[\"orders\"]}"
+        batch_size                         = 11
+        maximum_batching_window_in_seconds = 1
+      }
+    }
+  }
+
+  expect_failures = [var.consumers]
+}
+
+run "sns_fifo_rejects_a_consumer_batching_window" {
+  command = plan
+
+  variables {
+    publish_to = "sns_fifo"
+    consumers = {
+      audit = {
+        filter_policy                      = "{\"source\":[\"orders\"]}"
+        maximum_batching_window_in_seconds = 5
+      }
+    }
+  }
+
+  expect_failures = [var.consumers]
+}
+
+run "sns_fifo_rejects_a_stream_parallelization_factor_above_1" {
+  command = plan
+
+  variables {
+    publish_to     = "sns_fifo"
+    consumers      = {}
+    stream_mapping = { parallelization_factor = 2 }
+  }
+
+  expect_failures = [var.stream_mapping]
+}
+
+run "sns_standard_keeps_allowing_a_parallelization_factor_above_1" {
+  command = plan
+
+  variables {
+    publish_to     = "sns"
+    consumers      = {}
+    stream_mapping = { parallelization_factor = 4 }
+  }
+
+  assert {
+    condition     = aws_lambda_event_source_mapping.publisher.parallelization_factor == 4
+    error_message = "Only the ordered path restricts the parallelization factor."
+  }
+}
+
 ################################################################################
 # Layer
 ################################################################################

@@ -73,6 +73,32 @@ CASES: dict[str, Case] = {
         ('With publish_to = "sns" every consumer needs a filter_policy', "Invalid for: billing."),
         compares_inputs=True,
     ),
+    "fifo_batch_size_above_10": Case(
+        'publish_to = "sns_fifo"\n  consumers = {\n'
+        '    good = { filter_policy = jsonencode({ source = ["orders"] }) }\n'
+        '    billing = { filter_policy = jsonencode({ source = ["orders"] }), batch_size = 11,'
+        " maximum_batching_window_in_seconds = 1 }\n  }",
+        ("take a batch_size of at most 10", "Invalid for: billing (11)."),
+        compares_inputs=True,
+    ),
+    "fifo_batching_window": Case(
+        'publish_to = "sns_fifo"\n  consumers = {\n'
+        '    good = { filter_policy = jsonencode({ source = ["orders"] }) }\n'
+        '    billing = { filter_policy = jsonencode({ source = ["orders"] }),'
+        " maximum_batching_window_in_seconds = 5 }\n  }",
+        ("Lambda supports no batching window", "Invalid for: billing (5)."),
+        compares_inputs=True,
+    ),
+    "fifo_parallelization_factor": Case(
+        'publish_to = "sns_fifo"\n  stream_mapping = { parallelization_factor = 2 }',
+        (
+            'With publish_to = "sns_fifo" the stream_mapping.parallelization_factor must be 1 '
+            "(got 2)",
+            "keeps the order of each item only",
+        ),
+        name_consumers=False,
+        compares_inputs=True,
+    ),
     "pattern_value_not_an_array": Case(
         consumers(
             'billing = { event_pattern = jsonencode({ source = "orders", detail = '

@@ -271,10 +271,23 @@ def test_sns_is_selected_by_outbox_publish_to(value: str) -> None:
     assert clients.made == ["sns"]
 
 
+def test_sns_fifo_selects_a_fifo_topic_whose_sink_keeps_order_per_subject() -> None:
+    clients = Clients()
+    fifo_arn = TOPIC_ARN + ".fifo"
+
+    sink = sink_from_environment(
+        {"OUTBOX_PUBLISH_TO": "sns_fifo", "OUTBOX_TOPIC_ARN": fifo_arn}, clients
+    )
+
+    assert isinstance(sink, SnsSink) and sink.fifo and sink.rules.orders_by_subject
+    assert clients.made == ["sns"]
+
+
 @pytest.mark.parametrize(
     ("environ", "variable"),
     [
         ({"OUTBOX_PUBLISH_TO": "kafka"}, "OUTBOX_PUBLISH_TO"),
+        ({"OUTBOX_PUBLISH_TO": "sns_fifo", "OUTBOX_TOPIC_ARN": TOPIC_ARN}, "OUTBOX_TOPIC_ARN"),
         ({"OUTBOX_PUBLISH_TO": "sns"}, "OUTBOX_TOPIC_ARN"),
         ({"OUTBOX_PUBLISH_TO": "sns", "OUTBOX_TOPIC_ARN": "outbox"}, "OUTBOX_TOPIC_ARN"),
         ({"OUTBOX_PUBLISH_TO": "eventbridge"}, "OUTBOX_EVENT_BUS_NAME"),
@@ -282,6 +295,7 @@ def test_sns_is_selected_by_outbox_publish_to(value: str) -> None:
     ],
     ids=[
         "unknown-target",
+        "sns-fifo-standard-topic",
         "sns-without-topic",
         "sns-topic-not-arn",
         "bus-missing",
