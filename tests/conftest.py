@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from typing import Any
 
 import pytest
 
-from tests.shared_parsers import cache_jsonpath_parse, share_botocore_loader
+from tests.shared_parsers import (
+    cache_camelcase_conversion,
+    cache_jsonpath_parse,
+    share_botocore_loader,
+)
 from tests.xdist_groups import is_grouped, scheduler
 
 share_botocore_loader()
 cache_jsonpath_parse()
+cache_camelcase_conversion()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -69,3 +75,47 @@ def _shares_a_costly_fixture(item: pytest.Item) -> bool:
         for definitions in fixture_info.name2fixturedefs.values()
         for definition in definitions
     )
+
+
+# ---------------------------------------------------------- campaign figures
+# tests/reliability's campaigns add up counters in the process that runs them.
+# Under xdist that is a worker, whose terminal output is not shown: each worker
+# hands its counters to the controller, which prints the totals once.
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is None or "tests.reliability.campaign" not in sys.modules:
+        return
+    from tests.reliability.campaign import CAMPAIGN
+    from tests.reliability.generated import GENERATED
+
+    workeroutput["campaign_figures"] = CAMPAIGN.to_wire()
+    workeroutput["generated_figures"] = GENERATED.to_wire()
+
+
+def pytest_testnodedown(node: Any, error: object) -> None:
+    output = getattr(node, "workeroutput", None) or {}
+    if "campaign_figures" not in output:
+        return
+    from tests.reliability.campaign import CAMPAIGN
+    from tests.reliability.generated import GENERATED
+
+    CAMPAIGN.merge(output["campaign_figures"])
+    GENERATED.merge(output["generated_figures"])
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if "tests.reliability.campaign" not in sys.modules:
+        return
+    from tests.reliability.campaign import CAMPAIGN
+    from tests.reliability.generated import GENERATED
+
+    if GENERATED.total:
+        terminalreporter.section("generated-input campaign")
+        for line in GENERATED.lines():
+            terminalreporter.write_line(line)
+    if CAMPAIGN.figures["examples"]:
+        terminalreporter.section("reliability campaign")
+        for line in CAMPAIGN.lines():
+            terminalreporter.write_line(line)

@@ -11,11 +11,16 @@ nothing else, so sharing one changes no behaviour.
 moto's EventBridge parses its eight JSONPath input paths again for every event
 it delivers to a target (about 3 ms each); the parsed expressions are not
 modified by ``find``, so they are parsed once per distinct path.
+
+moto converts the same attribute names from CamelCase with regular expressions
+on every request (an SQS queue's attributes on every message sent); the
+conversion is a pure function of the name, so each name is converted once.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any
 
 import botocore.loaders
@@ -38,3 +43,18 @@ def cache_jsonpath_parse() -> None:
     import jsonpath_ng.ext
 
     jsonpath_ng.ext.parse = functools.lru_cache(maxsize=256)(jsonpath_ng.ext.parse)
+
+
+def cache_camelcase_conversion() -> None:
+    import moto.core.utils
+
+    original = moto.core.utils.camelcase_to_underscores
+    cached = functools.lru_cache(maxsize=4096)(original)
+    moto.core.utils.camelcase_to_underscores = cached
+    # Modules that imported the function by name hold their own reference.
+    for name, module in list(sys.modules.items()):
+        if (
+            name.startswith("moto.")
+            and getattr(module, "camelcase_to_underscores", None) is original
+        ):
+            module.camelcase_to_underscores = cached  # type: ignore[attr-defined]

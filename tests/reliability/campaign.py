@@ -7,6 +7,7 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from hypothesis import HealthCheck, settings
 
@@ -53,6 +54,8 @@ class Campaign:
     faults: Counter[str] = field(default_factory=Counter)
     started: float = field(default_factory=time.monotonic)
     profile: str = ""
+    #: Set when the figures come from xdist workers: the longest worker's time.
+    wall_seconds: float | None = None
 
     def add(self, figures: Counter[str], faults: Counter[str]) -> None:
         self.figures["examples"] += 1
@@ -61,6 +64,26 @@ class Campaign:
 
     def maximum(self, name: str, value: int) -> None:
         self.figures[name] = max(self.figures[name], value)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The counters as plain data, for an xdist worker to hand to the controller."""
+        return {
+            "profile": self.profile,
+            "figures": dict(self.figures),
+            "faults": dict(self.faults),
+            "wall_seconds": time.monotonic() - self.started,
+        }
+
+    def merge(self, wire: dict[str, Any]) -> None:
+        """Add a worker's counters (:meth:`to_wire`); maxima stay maxima."""
+        self.profile = self.profile or wire["profile"]
+        for name, value in wire["figures"].items():
+            if name.startswith("max "):
+                self.maximum(name, value)
+            else:
+                self.figures[name] += value
+        self.faults.update(wire["faults"])
+        self.wall_seconds = max(self.wall_seconds or 0.0, wire["wall_seconds"])
 
     def lines(self) -> list[str]:
         width = max(len(name) for name in (*FIGURES, *self.faults, *self.figures)) + 2
@@ -72,7 +95,10 @@ class Campaign:
         out += [
             f"    {kind:<{width - 2}}{count:>10,}" for kind, count in sorted(self.faults.items())
         ]
-        out.append(f"  wall time {time.monotonic() - self.started:.1f} s")
+        wall = (
+            self.wall_seconds if self.wall_seconds is not None else time.monotonic() - self.started
+        )
+        out.append(f"  wall time {wall:.1f} s")
         return out
 
 

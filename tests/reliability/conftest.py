@@ -20,7 +20,6 @@ import os
 import pytest
 
 from tests.reliability.campaign import CAMPAIGN, MIN_EVENTS
-from tests.reliability.generated import GENERATED
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,15 +43,3 @@ def reliability_profile(pytestconfig: pytest.Config) -> str:
     name = campaign_profile(pytestconfig)
     CAMPAIGN.profile = name
     return name
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if GENERATED.total:
-        terminalreporter.section("generated-input campaign")
-        for line in GENERATED.lines():
-            terminalreporter.write_line(line)
-    if not CAMPAIGN.figures["examples"]:
-        return
-    terminalreporter.section("reliability campaign")
-    for line in CAMPAIGN.lines():
-        terminalreporter.write_line(line)

@@ -158,6 +158,21 @@ class GeneratedCampaign:
     def total(self) -> int:
         return sum(self.records.values())
 
+    def to_wire(self) -> dict[str, Any]:
+        """The counters as plain data, for an xdist worker to hand to the controller."""
+        return {
+            "profile": self.profile,
+            "records": dict(self.records),
+            "outcomes": dict(self.outcomes),
+            "invariants": dict(self.invariants),
+        }
+
+    def merge(self, wire: dict[str, Any]) -> None:
+        self.profile = self.profile or wire["profile"]
+        self.records.update(wire["records"])
+        self.outcomes.update(wire["outcomes"])
+        self.invariants.update(wire["invariants"])
+
     def lines(self) -> list[str]:
         out = [f"generated-input campaign (profile {self.profile!r}): {self.total:,} records"]
         out += [f"  {name:<44}{count:>10,}" for name, count in sorted(self.records.items())]

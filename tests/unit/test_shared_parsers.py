@@ -18,3 +18,12 @@ def test_new_botocore_sessions_share_one_loader() -> None:
 
 def test_a_jsonpath_is_parsed_once() -> None:
     assert jsonpath_ng.ext.parse("$.detail-type") is jsonpath_ng.ext.parse("$.detail-type")
+
+
+def test_moto_converts_a_camelcase_name_once() -> None:
+    import moto.core.utils
+    import moto.sqs.models
+
+    for module in (moto.core.utils, moto.sqs.models):
+        assert hasattr(module.camelcase_to_underscores, "cache_info"), module.__name__
+    assert moto.core.utils.camelcase_to_underscores("VisibilityTimeout") == "visibility_timeout"
