@@ -54,8 +54,8 @@ class Campaign:
     faults: Counter[str] = field(default_factory=Counter)
     started: float = field(default_factory=time.monotonic)
     profile: str = ""
-    #: Set when the figures come from xdist workers: the longest worker's time.
-    wall_seconds: float | None = None
+    #: Merged from xdist workers (:meth:`merge`): no one process saw the campaign's wall time.
+    merged: bool = False
 
     def add(self, figures: Counter[str], faults: Counter[str]) -> None:
         self.figures["examples"] += 1
@@ -71,7 +71,6 @@ class Campaign:
             "profile": self.profile,
             "figures": dict(self.figures),
             "faults": dict(self.faults),
-            "wall_seconds": time.monotonic() - self.started,
         }
 
     def merge(self, wire: dict[str, Any]) -> None:
@@ -83,7 +82,7 @@ class Campaign:
             else:
                 self.figures[name] += value
         self.faults.update(wire["faults"])
-        self.wall_seconds = max(self.wall_seconds or 0.0, wire["wall_seconds"])
+        self.merged = True
 
     def lines(self) -> list[str]:
         width = max(len(name) for name in (*FIGURES, *self.faults, *self.figures)) + 2
@@ -95,10 +94,8 @@ class Campaign:
         out += [
             f"    {kind:<{width - 2}}{count:>10,}" for kind, count in sorted(self.faults.items())
         ]
-        wall = (
-            self.wall_seconds if self.wall_seconds is not None else time.monotonic() - self.started
-        )
-        out.append(f"  wall time {wall:.1f} s")
+        if not self.merged:
+            out.append(f"  wall time {time.monotonic() - self.started:.1f} s")
         return out
 
 
