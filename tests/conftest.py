@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests import faster_moto
+from tests.go_garbage_collection import collect_go_garbage_less_often
 from tests.shared_parsers import (
     cache_camelcase_conversion,
     cache_jsonpath_parse,
@@ -18,6 +20,8 @@ from tests.xdist_groups import is_grouped, scheduler
 share_botocore_loader()
 cache_jsonpath_parse()
 cache_camelcase_conversion()
+collect_go_garbage_less_often()
+faster_moto.install()
 
 
 def pytest_configure(config: pytest.Config) -> None:

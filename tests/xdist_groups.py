@@ -60,11 +60,69 @@ def is_grouped(nodeid: str) -> bool:
     return group_of(nodeid) != nodeid
 
 
+#: The scopes that take longest, longest first (wall time in a full run on 2
+#: cores). They start first, and only one quick test waits behind each on its
+#: worker: ``loadscope`` orders scopes by test count and queues up to two more
+#: on a worker, so a one-test campaign started late, or another long scope
+#: queued behind it, stretched the whole run by minutes.
+LONGEST_FIRST = (
+    "tests/reliability/test_ordered_per_subject.py",
+    "tests/reliability/test_fault_campaign.py::test_fault_campaign",
+    EMULATOR_APPLY,
+    "tests/demo/test_demo.py",
+    "tests/terraform/test_examples_on_emulator.py::test_complete_example_applies_and_destroys",
+    EXISTING_TABLE_STACK,
+    "tests/reliability/test_generated_inputs.py",
+    "tests/terraform/test_validate_messages.py",
+    "tests/security/test_checkov.py::",
+    "tests/terraform/test_terraform_static.py::test_terraform_test_file_passes[consumers",
+    "tests/terraform/test_provider_compat.py::",
+    "tests/terraform/test_terraform_static.py::test_terraform_test_file_passes[sweeper_alarms",
+    "tests/terraform/test_terraform_static.py::test_terraform_test_file_passes[validation",
+)
+
+
+def rank_of(scope: str) -> int:
+    """Where a scope starts: its place in LONGEST_FIRST, or after all of them."""
+    for rank, prefix in enumerate(LONGEST_FIRST):
+        if scope.startswith(prefix):
+            return rank
+    return len(LONGEST_FIRST)
+
+
 class GroupedScheduling(LoadScopeScheduling):  # type: ignore[misc]
-    """``loadscope`` with :func:`group_of` as the scope."""
+    """``loadscope`` with :func:`group_of` as the scope, the longest scopes first."""
+
+    _ordered = False
 
     def _split_scope(self, nodeid: str) -> str:
         return group_of(nodeid)
+
+    def _assign_work_unit(self, node: Any) -> None:
+        if not self._ordered:
+            # The queue is complete before the first unit is handed out.
+            self._ordered = True
+            for scope in sorted(self.workqueue, key=rank_of, reverse=True):
+                if rank_of(scope) < len(LONGEST_FIRST):
+                    self.workqueue.move_to_end(scope, last=False)
+        super()._assign_work_unit(node)
+
+    def _reschedule(self, node: Any) -> None:
+        if not self.workqueue or node.shutting_down or not self._runs_a_long_scope(node):
+            super()._reschedule(node)
+            return
+        # An xdist worker runs its last test only once it knows the next one
+        # (or is shut down), so one unit must follow: the last in the queue,
+        # a quick one.
+        if self._pending_of(self.assigned_work[node]) <= 1:
+            self.workqueue.move_to_end(next(reversed(self.workqueue)), last=False)
+            self._assign_work_unit(node)
+
+    def _runs_a_long_scope(self, node: Any) -> bool:
+        return any(
+            rank_of(scope) < len(LONGEST_FIRST) and self._pending_of({scope: tests}) > 0
+            for scope, tests in self.assigned_work[node].items()
+        )
 
 
 def scheduler(config: Any, log: Any) -> GroupedScheduling:

@@ -21,22 +21,16 @@ every queued message on every send); ``OUTBOX_ORDERED_EVENTS`` and
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import random
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from unittest import mock
 
 import pytest
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
-from moto.core import utils as moto_utils
-from moto.dynamodb.models.table import Table as MotoTable
 
 from dynamodb_outbox.consumer import OutboxConsumer
 from dynamodb_outbox.envelope import Envelope
@@ -200,44 +194,10 @@ def write_interleaved(writer: OutboxWriter, rnd: random.Random) -> dict[str, lis
     return written
 
 
-_deepcopy = copy.deepcopy
-
-
-def _no_table_backup(value: Any, memo: dict[int, Any] | None = None) -> Any:
-    # moto (5.2.5) deep-copies the whole table, stream records included, before
-    # every TransactWriteItems, to restore it if the transaction is cancelled:
-    # quadratic over 1,000 writes. No transaction here can be cancelled (no
-    # conditions; the writer would raise), so the backup is never read. For speed only.
-    if isinstance(value, MotoTable):
-        return value
-    return _deepcopy(value, memo)
-
-
-def _unix_time(dt: Any = None) -> float:
-    # moto's own reads the clock through two datetime conversions, and SQS
-    # checks every message of a queue against it on every send: time.time() is
-    # the same value, cheaper. For speed only.
-    return time.time() if dt is None else moto_utils.unix_time(dt)
-
-
-def _unix_time_millis(dt: Any = None) -> float:
-    return _unix_time(dt) * 1000.0
-
-
-@contextmanager
-def faster_moto() -> Iterator[None]:
-    with (
-        mock.patch("moto.dynamodb.models.copy.deepcopy", _no_table_backup),
-        mock.patch("moto.sqs.models.unix_time", _unix_time),
-        mock.patch("moto.sqs.models.unix_time_millis", _unix_time_millis),
-    ):
-        yield
-
-
 @pytest.fixture(scope="module")
 def ordered_run() -> Iterator[Run]:
     rnd = random.Random(16)
-    with aws_environment(), faster_moto():
+    with aws_environment():
         clock = VirtualClock()
         with stream_records_follow(clock):
             yield _run(clock, rnd)
