@@ -923,11 +923,13 @@ run "sns_fifo_creates_a_fifo_topic_and_per_consumer_fifo_queue_and_dlq" {
   }
 }
 
-run "sns_fifo_rejects_a_consumer_batch_size_above_10" {
+# The ordered path's limits on two inputs, both read with the same valid publish_to.
+run "sns_fifo_rejects_a_consumer_batch_size_above_10_and_a_stream_parallelization_factor_above_1" {
   command = plan
 
   variables {
     publish_to = "sns_fifo"
+    # was run "sns_fifo_rejects_a_consumer_batch_size_above_10"
     consumers = {
       audit = {
         filter_policy                      = "{\"source\":[\"orders\"]}"
@@ -935,9 +937,11 @@ run "sns_fifo_rejects_a_consumer_batch_size_above_10" {
         maximum_batching_window_in_seconds = 1
       }
     }
+    # was run "sns_fifo_rejects_a_stream_parallelization_factor_above_1" (with consumers = {})
+    stream_mapping = { parallelization_factor = 2 }
   }
 
-  expect_failures = [var.consumers]
+  expect_failures = [var.consumers, var.stream_mapping]
 }
 
 run "sns_fifo_rejects_a_consumer_batching_window" {
@@ -954,18 +958,6 @@ run "sns_fifo_rejects_a_consumer_batching_window" {
   }
 
   expect_failures = [var.consumers]
-}
-
-run "sns_fifo_rejects_a_stream_parallelization_factor_above_1" {
-  command = plan
-
-  variables {
-    publish_to     = "sns_fifo"
-    consumers      = {}
-    stream_mapping = { parallelization_factor = 2 }
-  }
-
-  expect_failures = [var.stream_mapping]
 }
 
 run "sns_standard_keeps_allowing_a_parallelization_factor_above_1" {
@@ -1049,10 +1041,6 @@ run "no_consumers_means_no_consumer_resources" {
     error_message = "Without consumers the module creates none of their resources."
   }
 }
-
-################################################################################
-# Validation: one bad value per run, so a run passes only if that rule fires
-################################################################################
 
 ################################################################################
 # Event archive and dashboard
@@ -1157,14 +1145,25 @@ run "archive_and_dashboard_can_be_turned_off" {
   }
 }
 
-run "event_archive_retention_0_is_rejected" {
+################################################################################
+# Validation: at most one bad value per input in a run; a run passes only if
+# every input it lists in expect_failures is refused (see validation.tftest.hcl).
+# Inputs whose validations read another input (consumers and stream_mapping
+# read publish_to, consumers reads name) go without a bad value for that one:
+# Terraform does not evaluate them when the input they read is refused.
+################################################################################
+
+run "event_archive_retention_0_and_unknown_publish_to_are_rejected" {
   command = plan
 
   variables {
+    # was run "event_archive_retention_0_is_rejected"
     event_archive = { retention_days = 0 }
+    # was run "unknown_publish_to_is_rejected"
+    publish_to = "kinesis"
   }
 
-  expect_failures = [var.event_archive]
+  expect_failures = [var.event_archive, var.publish_to]
 }
 
 run "consumer_key_with_uppercase_is_rejected" {
@@ -1454,16 +1453,6 @@ run "consumer_without_pattern_is_rejected" {
   }
 
   expect_failures = [var.consumers]
-}
-
-run "unknown_publish_to_is_rejected" {
-  command = plan
-
-  variables {
-    publish_to = "kinesis"
-  }
-
-  expect_failures = [var.publish_to]
 }
 
 run "function_arn_that_is_a_name_is_rejected" {

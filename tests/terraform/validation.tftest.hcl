@@ -5,6 +5,9 @@
 # expected failure") or if anything else fails, so a run passes only if every
 # one of its rules fires. Never give one input two bad values in a run: one
 # rule firing would hide the other one not firing.
+# Nor refuse an input that another listed input's validations read (consumers
+# reads name and publish_to, stream_mapping reads publish_to): Terraform does
+# not evaluate those validations then, and the run fails for the wrong reason.
 
 mock_provider "aws" {
   override_during = plan
