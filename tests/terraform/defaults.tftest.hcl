@@ -26,9 +26,12 @@ variables {
   }
 }
 
-run "stream_mapping_reads_from_trim_horizon" {
+# The module with only name (and tags) set: one plan serves every block of
+# asserts below; each block was a run of its own (named in its comment).
+run "defaults_are_safe" {
   command = plan
 
+  # was run "stream_mapping_reads_from_trim_horizon"
   assert {
     condition     = aws_lambda_event_source_mapping.publisher.starting_position == "TRIM_HORIZON"
     error_message = "The stream mapping must start at TRIM_HORIZON: with LATEST, items written while the mapping is created are never published."
@@ -48,11 +51,8 @@ run "stream_mapping_reads_from_trim_horizon" {
     condition     = aws_lambda_event_source_mapping.publisher.enabled
     error_message = "The stream mapping must be enabled by default."
   }
-}
 
-run "stream_mapping_keeps_only_outbox_inserts" {
-  command = plan
-
+  # was run "stream_mapping_keeps_only_outbox_inserts"
   assert {
     condition     = length(aws_lambda_event_source_mapping.publisher.filter_criteria) == 1 && length(aws_lambda_event_source_mapping.publisher.filter_criteria[0].filter) == 1
     error_message = "The stream mapping must have exactly one filter."
@@ -67,11 +67,8 @@ run "stream_mapping_keeps_only_outbox_inserts" {
     condition     = output.stream_filter_pattern == one(aws_lambda_event_source_mapping.publisher.filter_criteria[0].filter).pattern
     error_message = "The stream_filter_pattern output must be the mapping's filter."
   }
-}
 
-run "stream_mapping_fails_safely" {
-  command = plan
-
+  # was run "stream_mapping_fails_safely"
   assert {
     condition     = toset(aws_lambda_event_source_mapping.publisher.function_response_types) == toset(["ReportBatchItemFailures"])
     error_message = "The stream mapping must use ReportBatchItemFailures, or Lambda ignores the handler's checkpoint."
@@ -105,11 +102,8 @@ run "stream_mapping_fails_safely" {
     )
     error_message = "Default batch size 100, no batching window, one batch per shard."
   }
-}
 
-run "on_failure_queue_is_encrypted_and_keeps_14_days" {
-  command = plan
-
+  # was run "on_failure_queue_is_encrypted_and_keeps_14_days"
   assert {
     condition     = aws_sqs_queue.on_failure.name == "orders-outbox-publisher-on-failure"
     error_message = "The on-failure queue is named <name>-publisher-on-failure."
@@ -124,11 +118,8 @@ run "on_failure_queue_is_encrypted_and_keeps_14_days" {
     condition     = aws_sqs_queue.on_failure.message_retention_seconds == 1209600
     error_message = "The on-failure queue must keep messages 14 days."
   }
-}
 
-run "table_has_stream_pitr_and_sse" {
-  command = plan
-
+  # was run "table_has_stream_pitr_and_sse"
   assert {
     condition     = aws_dynamodb_table.this[0].name == "orders-outbox"
     error_message = "The table is named after var.name by default."
@@ -171,20 +162,14 @@ run "table_has_stream_pitr_and_sse" {
     condition     = aws_dynamodb_table.this[0].deletion_protection_enabled == true
     error_message = "Deletion protection defaults to on."
   }
-}
 
-run "bus_is_created_with_the_outbox_name" {
-  command = plan
-
+  # was run "bus_is_created_with_the_outbox_name"
   assert {
     condition     = aws_cloudwatch_event_bus.this[0].name == "orders-outbox" && length(data.aws_cloudwatch_event_bus.existing) == 0
     error_message = "The bus is created and named after var.name by default."
   }
-}
 
-run "publisher_function_is_configured" {
-  command = plan
-
+  # was run "publisher_function_is_configured"
   assert {
     condition     = aws_lambda_function.publisher.function_name == "orders-outbox-publisher"
     error_message = "The publisher is named <name>-publisher."
@@ -228,11 +213,8 @@ run "publisher_function_is_configured" {
     condition     = aws_lambda_function.publisher.layers == tolist(["arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:40"])
     error_message = "By default the publisher gets the public Powertools v3 layer SSM names for its region, runtime and architecture (the mock's value)."
   }
-}
 
-run "log_group_exists_before_the_function" {
-  command = plan
-
+  # was run "log_group_exists_before_the_function"
   assert {
     condition     = aws_cloudwatch_log_group.publisher.name == "/aws/lambda/${aws_lambda_function.publisher.function_name}"
     error_message = "The module owns the function's log group /aws/lambda/<function name>."
@@ -242,11 +224,8 @@ run "log_group_exists_before_the_function" {
     condition     = aws_cloudwatch_log_group.publisher.retention_in_days == 30 && aws_cloudwatch_log_group.publisher.kms_key_id == null
     error_message = "Default retention 30 days, no customer key."
   }
-}
 
-run "publisher_iam_is_scoped_to_exact_arns" {
-  command = plan
-
+  # was run "publisher_iam_is_scoped_to_exact_arns"
   assert {
     condition     = aws_iam_role.publisher.name == "orders-outbox-publisher" && aws_lambda_function.publisher.role == aws_iam_role.publisher.arn
     error_message = "The publisher has its own role."
@@ -311,11 +290,8 @@ run "publisher_iam_is_scoped_to_exact_arns" {
     condition     = aws_iam_role_policy.publisher.role == aws_iam_role.publisher.id && aws_iam_role.publisher.permissions_boundary == null
     error_message = "The policy is attached to the publisher role; no permissions boundary by default."
   }
-}
 
-run "tags_reach_every_taggable_resource" {
-  command = plan
-
+  # was run "tags_reach_every_taggable_resource"
   assert {
     condition = alltrue([
       aws_dynamodb_table.this[0].tags == var.tags,
@@ -328,11 +304,8 @@ run "tags_reach_every_taggable_resource" {
     ])
     error_message = "var.tags must be set on every taggable resource."
   }
-}
 
-run "outputs_describe_the_stack" {
-  command = plan
-
+  # was run "outputs_describe_the_stack"
   assert {
     condition = alltrue([
       output.table_name == "orders-outbox",
@@ -349,6 +322,17 @@ run "outputs_describe_the_stack" {
       output.log_group_name == "/aws/lambda/orders-outbox-publisher",
     ])
     error_message = "The outputs must describe the created stack."
+  }
+
+  # was run "outputs_name_the_publisher_log_group_and_the_powertools_layer"
+  assert {
+    condition     = output.publisher_log_group_name == "/aws/lambda/orders-outbox-publisher" && output.log_group_name == output.publisher_log_group_name
+    error_message = "publisher_log_group_name is the publisher's log group; log_group_name, deprecated, the same value."
+  }
+
+  assert {
+    condition     = output.powertools_layer_arn == one([for arn in aws_lambda_function.publisher.layers : arn if strcontains(arn, "Powertools")])
+    error_message = "powertools_layer_arn must be the Powertools layer the functions run with."
   }
 }
 
@@ -387,20 +371,6 @@ run "longest_name_keeps_derived_names_within_aws_limits" {
       length(aws_cloudwatch_event_bus.this[0].name) <= 256,
     ])
     error_message = "A 40-character name must keep every derived name within its AWS limit."
-  }
-}
-
-run "outputs_name_the_publisher_log_group_and_the_powertools_layer" {
-  command = plan
-
-  assert {
-    condition     = output.publisher_log_group_name == "/aws/lambda/orders-outbox-publisher" && output.log_group_name == output.publisher_log_group_name
-    error_message = "publisher_log_group_name is the publisher's log group; log_group_name, deprecated, the same value."
-  }
-
-  assert {
-    condition     = output.powertools_layer_arn == one([for arn in aws_lambda_function.publisher.layers : arn if strcontains(arn, "Powertools")])
-    error_message = "powertools_layer_arn must be the Powertools layer the functions run with."
   }
 }
 

@@ -29,9 +29,12 @@ variables {
   name   = "orders-outbox"
 }
 
-run "bus_sends_what_it_cannot_process_to_its_dlq" {
+# One plan serves every block of asserts below; each block was a run of its own
+# (named in its comment).
+run "bus_dlq_is_wired_guarded_and_durable" {
   command = plan
 
+  # was run "bus_sends_what_it_cannot_process_to_its_dlq"
   assert {
     condition = (
       aws_sqs_queue.event_bus_dlq[0].name == "orders-outbox-event-bus-dlq"
@@ -47,11 +50,8 @@ run "bus_sends_what_it_cannot_process_to_its_dlq" {
     )
     error_message = "The event_bus_dlq_arn and event_bus_dlq_url outputs must describe the bus DLQ."
   }
-}
 
-run "only_the_bus_may_send_to_its_dlq" {
-  command = plan
-
+  # was run "only_the_bus_may_send_to_its_dlq"
   assert {
     condition = (
       length(data.aws_iam_policy_document.event_bus_dlq[0].statement) == 1
@@ -77,11 +77,8 @@ run "only_the_bus_may_send_to_its_dlq" {
     condition     = jsondecode(aws_sqs_queue.event_bus_dlq[0].redrive_allow_policy) == { redrivePermission = "denyAll" }
     error_message = "No queue may use the bus DLQ as its own DLQ: it holds bus events only."
   }
-}
 
-run "bus_dlq_keeps_14_days_on_sse_sqs" {
-  command = plan
-
+  # was run "bus_dlq_keeps_14_days_on_sse_sqs"
   assert {
     condition = (
       aws_sqs_queue.event_bus_dlq[0].message_retention_seconds == 1209600

@@ -69,12 +69,15 @@ variables {
 }
 
 ################################################################################
-# Pending index
+# Pending index (and the sweeper with the file's variables)
 ################################################################################
 
-run "created_table_has_the_sparse_keys_only_pending_index" {
+# The file's variables: one plan serves every block of asserts below; each
+# block was a run of its own (named in its comment).
+run "default_sweeper_index_function_iam_and_schedule" {
   command = plan
 
+  # was run "created_table_has_the_sparse_keys_only_pending_index"
   assert {
     condition = (
       length(aws_dynamodb_table.this[0].global_secondary_index) == 1
@@ -94,6 +97,172 @@ run "created_table_has_the_sparse_keys_only_pending_index" {
   assert {
     condition     = output.pending_index_name == "outbox-pending"
     error_message = "The pending_index_name output must name the index."
+  }
+
+  # was run "sweeper_function_is_configured"
+  assert {
+    condition     = aws_lambda_function.sweeper[0].function_name == "orders-outbox-sweeper" && aws_lambda_function.sweeper[0].handler == "dynamodb_outbox.sweeper.handler"
+    error_message = "The sweeper is <name>-sweeper with handler dynamodb_outbox.sweeper.handler."
+  }
+
+  assert {
+    condition = (
+      aws_lambda_function.sweeper[0].filename == aws_lambda_function.publisher.filename
+      && aws_lambda_function.sweeper[0].source_code_hash == filebase64sha256("package/dynamodb_outbox.zip")
+      && aws_lambda_function.sweeper[0].runtime == aws_lambda_function.publisher.runtime
+      && aws_lambda_function.sweeper[0].architectures == aws_lambda_function.publisher.architectures
+      && aws_lambda_function.sweeper[0].layers == aws_lambda_function.publisher.layers
+    )
+    error_message = "The sweeper deploys the publisher's package with its runtime, architecture and layers."
+  }
+
+  assert {
+    condition     = aws_lambda_function.sweeper[0].memory_size == 256 && aws_lambda_function.sweeper[0].timeout == 120
+    error_message = "Default memory 256 MB and timeout 120 s."
+  }
+
+  assert {
+    condition = aws_lambda_function.sweeper[0].environment[0].variables == tomap({
+      OUTBOX_TABLE_NAME              = "orders-outbox"
+      OUTBOX_PARTITION_KEY           = "PK"
+      OUTBOX_SORT_KEY                = "SK"
+      OUTBOX_PUBLISH_TO              = "eventbridge"
+      OUTBOX_EVENT_BUS_NAME          = "orders-outbox"
+      OUTBOX_PENDING_INDEX           = "outbox-pending"
+      OUTBOX_PENDING_SHARDS          = "8"
+      OUTBOX_SWEEPER_MIN_AGE_SECONDS = "300"
+      OUTBOX_SWEEPER_MAX_ITEMS       = "1000"
+      POWERTOOLS_SERVICE_NAME        = "orders-outbox-sweeper"
+      POWERTOOLS_METRICS_NAMESPACE   = "DynamoDBOutbox"
+      LOG_LEVEL                      = "INFO"
+    })
+    error_message = "The sweeper's environment must name the table and its keys, sink, index, shards, min age and max items, and configure Powertools."
+  }
+
+  assert {
+    condition = (
+      aws_cloudwatch_log_group.sweeper[0].name == "/aws/lambda/orders-outbox-sweeper"
+      && aws_cloudwatch_log_group.sweeper[0].retention_in_days == 30
+      && aws_cloudwatch_log_group.sweeper[0].kms_key_id == null
+    )
+    error_message = "The module owns the sweeper's log group, 30 days retention by default."
+  }
+
+  assert {
+    condition = alltrue([
+      aws_lambda_function.sweeper[0].tags == var.tags,
+      aws_cloudwatch_log_group.sweeper[0].tags == var.tags,
+      aws_iam_role.sweeper[0].tags == var.tags,
+      aws_iam_role.sweeper_schedule[0].tags == var.tags,
+    ])
+    error_message = "var.tags must be set on the sweeper's taggable resources."
+  }
+
+  assert {
+    condition = (
+      output.sweeper_function_name == "orders-outbox-sweeper"
+      && output.sweeper_function_arn == aws_lambda_function.sweeper[0].arn
+      && output.sweeper_role_arn == aws_iam_role.sweeper[0].arn
+    )
+    error_message = "The sweeper outputs must describe the function and its role."
+  }
+
+  assert {
+    condition = (
+      output.sweeper_log_group_name == "/aws/lambda/orders-outbox-sweeper"
+      && output.sweeper_schedule_name == "orders-outbox-sweeper"
+      && output.sweeper_schedule_expression == "rate(5 minutes)"
+    )
+    error_message = "The sweeper outputs must give its log group and the schedule that runs it."
+  }
+
+  # was run "sweeper_iam_is_least_privilege"
+  assert {
+    condition     = aws_iam_role.sweeper[0].name == "orders-outbox-sweeper" && aws_lambda_function.sweeper[0].role == aws_iam_role.sweeper[0].arn && aws_iam_role_policy.sweeper[0].role == aws_iam_role.sweeper[0].id
+    error_message = "The sweeper has its own role and policy."
+  }
+
+  assert {
+    condition = { for s in data.aws_iam_policy_document.sweeper[0].statement : s.sid => s.resources } == {
+      QueryPendingIndex     = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox/index/outbox-pending"])
+      ReadPendingItems      = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox"])
+      DeletePublishedItems  = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox"])
+      QuarantinePoisonItems = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox"])
+      PublishEvents         = toset([aws_cloudwatch_event_bus.this[0].arn])
+      WriteOwnLogs          = toset(["${aws_cloudwatch_log_group.sweeper[0].arn}:*"])
+    }
+    error_message = "Query only on the pending index ARN; item reads and writes on the table; PutEvents on the bus; logs on its own group; no KMS statement without a key."
+  }
+
+  assert {
+    condition = { for s in data.aws_iam_policy_document.sweeper[0].statement : s.sid => s.actions } == {
+      QueryPendingIndex     = toset(["dynamodb:Query"])
+      ReadPendingItems      = toset(["dynamodb:BatchGetItem"])
+      DeletePublishedItems  = toset(["dynamodb:BatchWriteItem"])
+      QuarantinePoisonItems = toset(["dynamodb:UpdateItem"])
+      PublishEvents         = toset(["events:PutEvents"])
+      WriteOwnLogs          = toset(["logs:CreateLogStream", "logs:PutLogEvents"])
+    }
+    error_message = "The sweeper policy must grant exactly what the handler uses: no Scan, no Query on the table itself, no DeleteItem."
+  }
+
+  assert {
+    condition = {
+      for s in data.aws_iam_policy_document.sweeper[0].statement : s.sid => {
+        for c in s.condition : "${c.test} ${c.variable}" => toset(c.values)
+      } if length(s.condition) > 0
+      } == {
+      DeletePublishedItems = {
+        "ForAllValues:StringEquals dynamodb:Attributes" = toset(["PK", "SK"])
+      }
+      QuarantinePoisonItems = {
+        "ForAllValues:StringEquals dynamodb:Attributes" = toset(["PK", "SK", "outbox_status", "quarantine_reason", "quarantined_at", "outbox_pending_shard"])
+        "StringEqualsIfExists dynamodb:ReturnValues"    = toset(["NONE"])
+      }
+    }
+    error_message = "The sweeper's deletes may carry the key only, its updates the key and the quarantine attributes with no ReturnValues, as the publisher's."
+  }
+
+  assert {
+    condition     = alltrue([for s in data.aws_iam_policy_document.sweeper[0].statement : !contains(s.resources, "*") && alltrue([for a in s.actions : !strcontains(a, "*") && a != "dynamodb:Scan"])])
+    error_message = "No \"*\" resource, no wildcard action and no Scan in the sweeper policy."
+  }
+
+  # was run "sweeper_runs_on_an_eventbridge_scheduler_schedule"
+  assert {
+    condition = (
+      aws_scheduler_schedule.sweeper[0].name == "orders-outbox-sweeper"
+      && aws_scheduler_schedule.sweeper[0].schedule_expression == "rate(5 minutes)"
+      && aws_scheduler_schedule.sweeper[0].state == "ENABLED"
+      && aws_scheduler_schedule.sweeper[0].flexible_time_window[0].mode == "OFF"
+    )
+    error_message = "The schedule runs the sweeper every 5 minutes by default, without a flexible window."
+  }
+
+  assert {
+    condition     = aws_scheduler_schedule.sweeper[0].target[0].arn == aws_lambda_function.sweeper[0].arn && aws_scheduler_schedule.sweeper[0].target[0].role_arn == aws_iam_role.sweeper_schedule[0].arn
+    error_message = "The schedule's target is the sweeper, invoked with the schedule's own role."
+  }
+
+  assert {
+    condition = (
+      one(data.aws_iam_policy_document.sweeper_schedule[0].statement).actions == toset(["lambda:InvokeFunction"])
+      && one(data.aws_iam_policy_document.sweeper_schedule[0].statement).resources == toset([aws_lambda_function.sweeper[0].arn])
+    )
+    error_message = "The schedule's role may only invoke the sweeper."
+  }
+
+  assert {
+    condition = (
+      one(one(data.aws_iam_policy_document.sweeper_schedule_assume_role[0].statement).principals).identifiers == toset(["scheduler.amazonaws.com"])
+      && one(one(data.aws_iam_policy_document.sweeper_schedule_assume_role[0].statement).condition).values == tolist(["111122223333"])
+    )
+    error_message = "Only EventBridge Scheduler, for schedules of this account, may assume the schedule's role."
+  }
+
+  assert {
+    condition     = aws_iam_role.sweeper_schedule[0].name == "orders-outbox-sweeper-schedule" && aws_iam_role_policy.sweeper_schedule[0].role == aws_iam_role.sweeper_schedule[0].id
+    error_message = "The schedule's role is <name>-sweeper-schedule."
   }
 }
 
@@ -239,181 +408,6 @@ run "existing_table_without_the_index_is_accepted_without_sweeper" {
 ################################################################################
 # Sweeper
 ################################################################################
-
-run "sweeper_function_is_configured" {
-  command = plan
-
-  assert {
-    condition     = aws_lambda_function.sweeper[0].function_name == "orders-outbox-sweeper" && aws_lambda_function.sweeper[0].handler == "dynamodb_outbox.sweeper.handler"
-    error_message = "The sweeper is <name>-sweeper with handler dynamodb_outbox.sweeper.handler."
-  }
-
-  assert {
-    condition = (
-      aws_lambda_function.sweeper[0].filename == aws_lambda_function.publisher.filename
-      && aws_lambda_function.sweeper[0].source_code_hash == filebase64sha256("package/dynamodb_outbox.zip")
-      && aws_lambda_function.sweeper[0].runtime == aws_lambda_function.publisher.runtime
-      && aws_lambda_function.sweeper[0].architectures == aws_lambda_function.publisher.architectures
-      && aws_lambda_function.sweeper[0].layers == aws_lambda_function.publisher.layers
-    )
-    error_message = "The sweeper deploys the publisher's package with its runtime, architecture and layers."
-  }
-
-  assert {
-    condition     = aws_lambda_function.sweeper[0].memory_size == 256 && aws_lambda_function.sweeper[0].timeout == 120
-    error_message = "Default memory 256 MB and timeout 120 s."
-  }
-
-  assert {
-    condition = aws_lambda_function.sweeper[0].environment[0].variables == tomap({
-      OUTBOX_TABLE_NAME              = "orders-outbox"
-      OUTBOX_PARTITION_KEY           = "PK"
-      OUTBOX_SORT_KEY                = "SK"
-      OUTBOX_PUBLISH_TO              = "eventbridge"
-      OUTBOX_EVENT_BUS_NAME          = "orders-outbox"
-      OUTBOX_PENDING_INDEX           = "outbox-pending"
-      OUTBOX_PENDING_SHARDS          = "8"
-      OUTBOX_SWEEPER_MIN_AGE_SECONDS = "300"
-      OUTBOX_SWEEPER_MAX_ITEMS       = "1000"
-      POWERTOOLS_SERVICE_NAME        = "orders-outbox-sweeper"
-      POWERTOOLS_METRICS_NAMESPACE   = "DynamoDBOutbox"
-      LOG_LEVEL                      = "INFO"
-    })
-    error_message = "The sweeper's environment must name the table and its keys, sink, index, shards, min age and max items, and configure Powertools."
-  }
-
-  assert {
-    condition = (
-      aws_cloudwatch_log_group.sweeper[0].name == "/aws/lambda/orders-outbox-sweeper"
-      && aws_cloudwatch_log_group.sweeper[0].retention_in_days == 30
-      && aws_cloudwatch_log_group.sweeper[0].kms_key_id == null
-    )
-    error_message = "The module owns the sweeper's log group, 30 days retention by default."
-  }
-
-  assert {
-    condition = alltrue([
-      aws_lambda_function.sweeper[0].tags == var.tags,
-      aws_cloudwatch_log_group.sweeper[0].tags == var.tags,
-      aws_iam_role.sweeper[0].tags == var.tags,
-      aws_iam_role.sweeper_schedule[0].tags == var.tags,
-    ])
-    error_message = "var.tags must be set on the sweeper's taggable resources."
-  }
-
-  assert {
-    condition = (
-      output.sweeper_function_name == "orders-outbox-sweeper"
-      && output.sweeper_function_arn == aws_lambda_function.sweeper[0].arn
-      && output.sweeper_role_arn == aws_iam_role.sweeper[0].arn
-    )
-    error_message = "The sweeper outputs must describe the function and its role."
-  }
-
-  assert {
-    condition = (
-      output.sweeper_log_group_name == "/aws/lambda/orders-outbox-sweeper"
-      && output.sweeper_schedule_name == "orders-outbox-sweeper"
-      && output.sweeper_schedule_expression == "rate(5 minutes)"
-    )
-    error_message = "The sweeper outputs must give its log group and the schedule that runs it."
-  }
-}
-
-run "sweeper_iam_is_least_privilege" {
-  command = plan
-
-  assert {
-    condition     = aws_iam_role.sweeper[0].name == "orders-outbox-sweeper" && aws_lambda_function.sweeper[0].role == aws_iam_role.sweeper[0].arn && aws_iam_role_policy.sweeper[0].role == aws_iam_role.sweeper[0].id
-    error_message = "The sweeper has its own role and policy."
-  }
-
-  assert {
-    condition = { for s in data.aws_iam_policy_document.sweeper[0].statement : s.sid => s.resources } == {
-      QueryPendingIndex     = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox/index/outbox-pending"])
-      ReadPendingItems      = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox"])
-      DeletePublishedItems  = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox"])
-      QuarantinePoisonItems = toset(["arn:aws:dynamodb:eu-west-1:111122223333:table/orders-outbox"])
-      PublishEvents         = toset([aws_cloudwatch_event_bus.this[0].arn])
-      WriteOwnLogs          = toset(["${aws_cloudwatch_log_group.sweeper[0].arn}:*"])
-    }
-    error_message = "Query only on the pending index ARN; item reads and writes on the table; PutEvents on the bus; logs on its own group; no KMS statement without a key."
-  }
-
-  assert {
-    condition = { for s in data.aws_iam_policy_document.sweeper[0].statement : s.sid => s.actions } == {
-      QueryPendingIndex     = toset(["dynamodb:Query"])
-      ReadPendingItems      = toset(["dynamodb:BatchGetItem"])
-      DeletePublishedItems  = toset(["dynamodb:BatchWriteItem"])
-      QuarantinePoisonItems = toset(["dynamodb:UpdateItem"])
-      PublishEvents         = toset(["events:PutEvents"])
-      WriteOwnLogs          = toset(["logs:CreateLogStream", "logs:PutLogEvents"])
-    }
-    error_message = "The sweeper policy must grant exactly what the handler uses: no Scan, no Query on the table itself, no DeleteItem."
-  }
-
-  assert {
-    condition = {
-      for s in data.aws_iam_policy_document.sweeper[0].statement : s.sid => {
-        for c in s.condition : "${c.test} ${c.variable}" => toset(c.values)
-      } if length(s.condition) > 0
-      } == {
-      DeletePublishedItems = {
-        "ForAllValues:StringEquals dynamodb:Attributes" = toset(["PK", "SK"])
-      }
-      QuarantinePoisonItems = {
-        "ForAllValues:StringEquals dynamodb:Attributes" = toset(["PK", "SK", "outbox_status", "quarantine_reason", "quarantined_at", "outbox_pending_shard"])
-        "StringEqualsIfExists dynamodb:ReturnValues"    = toset(["NONE"])
-      }
-    }
-    error_message = "The sweeper's deletes may carry the key only, its updates the key and the quarantine attributes with no ReturnValues, as the publisher's."
-  }
-
-  assert {
-    condition     = alltrue([for s in data.aws_iam_policy_document.sweeper[0].statement : !contains(s.resources, "*") && alltrue([for a in s.actions : !strcontains(a, "*") && a != "dynamodb:Scan"])])
-    error_message = "No \"*\" resource, no wildcard action and no Scan in the sweeper policy."
-  }
-}
-
-run "sweeper_runs_on_an_eventbridge_scheduler_schedule" {
-  command = plan
-
-  assert {
-    condition = (
-      aws_scheduler_schedule.sweeper[0].name == "orders-outbox-sweeper"
-      && aws_scheduler_schedule.sweeper[0].schedule_expression == "rate(5 minutes)"
-      && aws_scheduler_schedule.sweeper[0].state == "ENABLED"
-      && aws_scheduler_schedule.sweeper[0].flexible_time_window[0].mode == "OFF"
-    )
-    error_message = "The schedule runs the sweeper every 5 minutes by default, without a flexible window."
-  }
-
-  assert {
-    condition     = aws_scheduler_schedule.sweeper[0].target[0].arn == aws_lambda_function.sweeper[0].arn && aws_scheduler_schedule.sweeper[0].target[0].role_arn == aws_iam_role.sweeper_schedule[0].arn
-    error_message = "The schedule's target is the sweeper, invoked with the schedule's own role."
-  }
-
-  assert {
-    condition = (
-      one(data.aws_iam_policy_document.sweeper_schedule[0].statement).actions == toset(["lambda:InvokeFunction"])
-      && one(data.aws_iam_policy_document.sweeper_schedule[0].statement).resources == toset([aws_lambda_function.sweeper[0].arn])
-    )
-    error_message = "The schedule's role may only invoke the sweeper."
-  }
-
-  assert {
-    condition = (
-      one(one(data.aws_iam_policy_document.sweeper_schedule_assume_role[0].statement).principals).identifiers == toset(["scheduler.amazonaws.com"])
-      && one(one(data.aws_iam_policy_document.sweeper_schedule_assume_role[0].statement).condition).values == tolist(["111122223333"])
-    )
-    error_message = "Only EventBridge Scheduler, for schedules of this account, may assume the schedule's role."
-  }
-
-  assert {
-    condition     = aws_iam_role.sweeper_schedule[0].name == "orders-outbox-sweeper-schedule" && aws_iam_role_policy.sweeper_schedule[0].role == aws_iam_role.sweeper_schedule[0].id
-    error_message = "The schedule's role is <name>-sweeper-schedule."
-  }
-}
 
 run "sweeper_publishes_to_the_sns_topic_like_the_publisher" {
   command = plan
@@ -896,77 +890,99 @@ run "cron_schedule_with_a_pending_age_threshold" {
 }
 
 ################################################################################
-# Validation
+# Validation: at most one bad value per input in a run; a run passes only if
+# every input it lists in expect_failures is refused (see validation.tftest.hcl)
 ################################################################################
 
-run "schedule_with_plural_unit_for_one_is_rejected" {
+run "schedule_with_plural_unit_for_one_and_unknown_alarm_key_are_rejected" {
   command = plan
 
   variables {
+    # was run "schedule_with_plural_unit_for_one_is_rejected"
     sweeper = { schedule_expression = "rate(1 minutes)" }
+    # was run "unknown_alarm_key_is_rejected"
+    alarms = { disabled = ["iterator_age"] }
   }
 
-  expect_failures = [var.sweeper]
+  expect_failures = [var.sweeper, var.alarms]
 }
 
-run "schedule_with_singular_unit_for_many_is_rejected" {
+run "schedule_with_singular_unit_for_many_and_alarm_action_that_is_not_an_arn_are_rejected" {
   command = plan
 
   variables {
+    # was run "schedule_with_singular_unit_for_many_is_rejected"
     sweeper = { schedule_expression = "rate(5 minute)" }
+    # was run "alarm_action_that_is_not_an_arn_is_rejected"
+    alarms = { actions = ["oncall"] }
   }
 
-  expect_failures = [var.sweeper]
+  expect_failures = [var.sweeper, var.alarms]
 }
 
-run "one_time_schedule_is_rejected" {
+run "one_time_schedule_and_alarm_action_with_a_missing_account_field_are_rejected" {
   command = plan
 
   variables {
+    # was run "one_time_schedule_is_rejected"
     sweeper = { schedule_expression = "at(2030-01-01T00:00:00)" }
+    # was run "alarm_action_with_a_missing_account_field_is_rejected"
+    alarms = { ok_actions = ["arn:aws:sns:eu-west-1:oncall"] }
   }
 
-  expect_failures = [var.sweeper]
+  expect_failures = [var.sweeper, var.alarms]
 }
 
-run "cron_with_five_fields_is_rejected" {
+run "cron_with_five_fields_and_six_alarm_actions_are_rejected" {
   command = plan
 
   variables {
+    # was run "cron_with_five_fields_is_rejected"
     sweeper = { schedule_expression = "cron(*/5 * * * *)" }
+    # was run "six_alarm_actions_are_rejected"
+    alarms = { actions = [for i in range(6) : "arn:aws:sns:eu-west-1:111122223333:oncall-${i}"] }
   }
 
-  expect_failures = [var.sweeper]
+  expect_failures = [var.sweeper, var.alarms]
 }
 
-run "min_age_below_60_is_rejected" {
+run "min_age_below_60_and_alarm_period_not_a_multiple_of_60_are_rejected" {
   command = plan
 
   variables {
+    # was run "min_age_below_60_is_rejected"
     sweeper = { min_age_seconds = 59 }
+    # was run "alarm_period_not_a_multiple_of_60_is_rejected"
+    alarms = { period_seconds = 90 }
   }
 
-  expect_failures = [var.sweeper]
+  expect_failures = [var.sweeper, var.alarms]
 }
 
-run "sweeper_timeout_below_60_is_rejected" {
+run "sweeper_timeout_below_60_and_negative_alarm_threshold_are_rejected" {
   command = plan
 
   variables {
+    # was run "sweeper_timeout_below_60_is_rejected"
     sweeper = { timeout_seconds = 59 }
+    # was run "negative_alarm_threshold_is_rejected"
+    alarms = { publisher_errors_threshold = -1 }
   }
 
-  expect_failures = [var.sweeper]
+  expect_failures = [var.sweeper, var.alarms]
 }
 
-run "sweeper_timeout_above_900_is_rejected" {
+run "sweeper_timeout_above_900_and_pending_age_threshold_below_60_are_rejected" {
   command = plan
 
   variables {
+    # was run "sweeper_timeout_above_900_is_rejected"
     sweeper = { timeout_seconds = 901 }
+    # was run "pending_age_threshold_below_60_is_rejected"
+    alarms = { oldest_pending_age_threshold_seconds = 30 }
   }
 
-  expect_failures = [var.sweeper]
+  expect_failures = [var.sweeper, var.alarms]
 }
 
 run "max_items_0_is_rejected" {
@@ -1009,46 +1025,6 @@ run "unknown_sweeper_log_level_is_rejected" {
   expect_failures = [var.sweeper]
 }
 
-run "unknown_alarm_key_is_rejected" {
-  command = plan
-
-  variables {
-    alarms = { disabled = ["iterator_age"] }
-  }
-
-  expect_failures = [var.alarms]
-}
-
-run "alarm_action_that_is_not_an_arn_is_rejected" {
-  command = plan
-
-  variables {
-    alarms = { actions = ["oncall"] }
-  }
-
-  expect_failures = [var.alarms]
-}
-
-run "alarm_action_with_a_missing_account_field_is_rejected" {
-  command = plan
-
-  variables {
-    alarms = { ok_actions = ["arn:aws:sns:eu-west-1:oncall"] }
-  }
-
-  expect_failures = [var.alarms]
-}
-
-run "six_alarm_actions_are_rejected" {
-  command = plan
-
-  variables {
-    alarms = { actions = [for i in range(6) : "arn:aws:sns:eu-west-1:111122223333:oncall-${i}"] }
-  }
-
-  expect_failures = [var.alarms]
-}
-
 run "ec2_and_lambda_alarm_actions_are_accepted" {
   command = plan
 
@@ -1062,32 +1038,3 @@ run "ec2_and_lambda_alarm_actions_are_accepted" {
   }
 }
 
-run "alarm_period_not_a_multiple_of_60_is_rejected" {
-  command = plan
-
-  variables {
-    alarms = { period_seconds = 90 }
-  }
-
-  expect_failures = [var.alarms]
-}
-
-run "negative_alarm_threshold_is_rejected" {
-  command = plan
-
-  variables {
-    alarms = { publisher_errors_threshold = -1 }
-  }
-
-  expect_failures = [var.alarms]
-}
-
-run "pending_age_threshold_below_60_is_rejected" {
-  command = plan
-
-  variables {
-    alarms = { oldest_pending_age_threshold_seconds = 30 }
-  }
-
-  expect_failures = [var.alarms]
-}
