@@ -10,6 +10,9 @@ that, and that the change is in place:
   five alias providers which names the attribute may have on the object it
   serialises. The answer depends only on the object's class, the botocore
   shape (with its parent) and the attribute's name, so it is kept per those.
+  A DynamoDB ``AttributeValue`` (ten members, looked up one by one, for every
+  attribute of every item and stream record) is written straight from the
+  plain dict moto holds, as the serializer would write it.
 * **SQS queue scans.** A queue's attribute map holds three message counts, each
   a scan of every message that read the clock twice per message; SQS reads the
   map several times per message sent and once per message received (for its
@@ -19,9 +22,8 @@ that, and that the change is in place:
 * **Transaction backups.** Before every ``TransactWriteItems`` moto deep-copies
   each table it touches, every item and stream record in it, to put the table
   back if the transaction is cancelled: quadratic over a run of writes. The
-  copy now shares the items the transaction does not name and the stream
-  records (neither is changed by the transaction, and a cancelled one still
-  restores the table as it was); the items it names are copied as before.
+  backup now copies only what a transaction can change (``_backup``), and a
+  cancelled transaction still leaves the table as it was.
 """
 
 from __future__ import annotations
@@ -60,6 +62,70 @@ def cache_serializer_attribute_names() -> None:
     get_possible_keys._cached = True  # type: ignore[attr-defined]
     get_possible_keys.original = original  # type: ignore[attr-defined]
     XFormedAttributePicker.get_possible_keys = get_possible_keys  # type: ignore[method-assign]
+
+
+_ATTRIBUTE_VALUE_MEMBERS = ("S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL")
+
+
+def serialize_attribute_values_directly() -> None:
+    from moto.core.serialize import BaseJSONSerializer
+
+    original = BaseJSONSerializer._serialize_type_structure
+    if getattr(original, "original", None) is not None:
+        return
+
+    def _serialize_type_structure(
+        self: Any, serialized: Any, value: Any, shape: Any, key: str
+    ) -> None:
+        if (
+            key
+            and shape.name == "AttributeValue"
+            and tuple(shape.members) == _ATTRIBUTE_VALUE_MEMBERS
+            and not self._value_picker.response_transformers
+        ):
+            plain = _plain_attribute_value(value, self._base64)
+            if plain is not None:
+                serialized[self.get_serialized_name(shape, key)] = plain
+                return
+        original(self, serialized, value, shape, key)
+
+    _serialize_type_structure.original = original  # type: ignore[attr-defined]
+    BaseJSONSerializer._serialize_type_structure = _serialize_type_structure  # type: ignore[method-assign]
+
+
+def _plain_attribute_value(value: Any, base64: Any) -> dict[str, Any] | None:
+    """What moto's serializer makes of a DynamoDB AttributeValue dict, or None
+    when the value is not a plain one (moto's own path then serialises it)."""
+    if type(value) is not dict or not value.keys() <= set(_ATTRIBUTE_VALUE_MEMBERS):
+        return None
+    plain: dict[str, Any] = {}
+    for member in _ATTRIBUTE_VALUE_MEMBERS:
+        if member not in value or value[member] is None:
+            continue
+        item = value[member]
+        if member in ("S", "N") and type(item) is str:
+            plain[member] = item
+        elif member == "B" and type(item) in (bytes, str):
+            plain[member] = base64(item)
+        elif member in ("SS", "NS") and type(item) is list and all(type(i) is str for i in item):
+            plain[member] = list(item)
+        elif member == "BS" and type(item) is list and all(type(i) in (bytes, str) for i in item):
+            plain[member] = [base64(i) for i in item]
+        elif member == "M" and type(item) is dict and all(item):  # moto mishandles "" keys
+            entries = {name: _plain_attribute_value(entry, base64) for name, entry in item.items()}
+            if any(entry is None for entry in entries.values()):
+                return None
+            plain[member] = entries
+        elif member == "L" and type(item) is list:
+            elements = [_plain_attribute_value(element, base64) for element in item]
+            if any(element is None for element in elements):
+                return None
+            plain[member] = elements
+        elif member in ("NULL", "BOOL") and type(item) is bool:
+            plain[member] = item
+        else:
+            return None
+    return plain
 
 
 def read_the_clock_once_per_queue_scan() -> None:
@@ -125,7 +191,7 @@ def back_up_only_what_a_transaction_touches() -> None:
         items = getattr(_transaction, "items", None)
         if items is None or not isinstance(value, Table):
             return _deepcopy(value, memo)
-        return _deepcopy(value, {**(memo or {}), **_untouched(value, items)})
+        return _backup(value, items)
 
     transact_write_items._targeted_backup = True  # type: ignore[attr-defined]
     backend.transact_write_items = transact_write_items  # type: ignore[method-assign]
@@ -137,11 +203,22 @@ def back_up_only_what_a_transaction_touches() -> None:
     )
 
 
-def _untouched(table: Any, transact_items: list[dict[str, Any]]) -> dict[int, Any]:
-    """deepcopy's memo: the table's items the transaction does not name, and its stream records."""
+def _backup(table: Any, transact_items: list[dict[str, Any]]) -> Any:
+    """The table as it is, for moto to put back if the transaction is cancelled.
+
+    A transaction changes a table only through the partitions it names: it
+    adds, replaces or removes items in them, changes the items it names in
+    place, and appends stream records. So the backup is a new table object
+    with its own dict of partitions (``dict.copy`` reuses the stored hashes),
+    its own copy of each named partition with deep copies of the named items,
+    and its own list of the same stream records; every other partition is
+    shared, as nothing writes to it until the backup is either discarded or
+    has become the table.
+    """
     from moto.dynamodb.models.dynamo_type import DynamoType
 
-    named: set[int] = set()
+    backup = copy.copy(table)
+    backup.items = table.items.copy()
     for entry in transact_items:
         (operation,) = entry.values()
         if operation.get("TableName") != table.name:
@@ -150,28 +227,27 @@ def _untouched(table: Any, transact_items: list[dict[str, Any]]) -> dict[int, An
         try:
             hash_value = DynamoType(key[table.hash_key_attr])
             range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
-            item = table.get_item(hash_value, range_value)
         except Exception:  # a key moto will refuse: copy everything, as moto does
-            return {}
-        if item is not None:
-            named.add(id(item))
-    # The keys of table.items (hash, then range values) are never changed either.
-    shared: dict[int, Any] = {}
-    for hash_value, stored in table.items.items():
-        shared[id(hash_value)] = hash_value
-        if table.range_key_attr:
-            for range_value, item in stored.items():
-                shared[id(range_value)] = range_value
-                if id(item) not in named:
-                    shared[id(item)] = item
-        elif id(stored) not in named:
-            shared[id(stored)] = stored
+            return _deepcopy(table)
+        if hash_value not in table.items:
+            continue
+        if range_value is None:
+            backup.items[hash_value] = _deepcopy(table.items[hash_value])
+            continue
+        partition = table.items[hash_value]
+        if backup.items[hash_value] is partition:
+            backup.items[hash_value] = partition.copy()
+        if range_value in partition:
+            backup.items[hash_value][range_value] = _deepcopy(partition[range_value])
     if table.stream_shard is not None:
-        shared.update({id(record): record for record in table.stream_shard.items})
-    return shared
+        backup.stream_shard = copy.copy(table.stream_shard)
+        backup.stream_shard.items = list(table.stream_shard.items)
+        backup.stream_shard.table = backup
+    return backup
 
 
 def install() -> None:
     cache_serializer_attribute_names()
+    serialize_attribute_values_directly()
     read_the_clock_once_per_queue_scan()
     back_up_only_what_a_transaction_touches()

@@ -7,6 +7,8 @@ from typing import Any, ClassVar
 
 import boto3
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from moto import mock_aws
 from moto.backends import get_backend
 from moto.core.serialize import AttributePickerContext, XFormedAttributePicker
@@ -50,6 +52,54 @@ def test_the_serializer_names_each_attribute_as_moto_does() -> None:
             assert list(picker.get_possible_keys(context)) == expected  # the kept answer
 
 
+_scalar = st.one_of(
+    st.fixed_dictionaries({"S": st.text(max_size=5)}),
+    st.fixed_dictionaries({"N": st.from_regex(r"-?[0-9]{1,4}", fullmatch=True)}),
+    st.fixed_dictionaries({"B": st.binary(max_size=5) | st.text(max_size=3)}),
+    st.fixed_dictionaries({"SS": st.lists(st.text(max_size=3), max_size=3)}),
+    st.fixed_dictionaries({"NS": st.lists(st.just("1"), max_size=2)}),
+    st.fixed_dictionaries({"BS": st.lists(st.binary(max_size=3), max_size=2)}),
+    st.fixed_dictionaries({"NULL": st.booleans()}),
+    st.fixed_dictionaries({"BOOL": st.booleans()}),
+    # Not plain: moto's own path must still take these.
+    st.fixed_dictionaries({"S": st.none() | st.integers()}),
+    st.just({"s": "lower-case key"}),
+    st.none(),
+)
+_attribute_value = st.recursive(
+    _scalar,
+    lambda children: st.one_of(
+        st.fixed_dictionaries({"M": st.dictionaries(st.text(max_size=3), children, max_size=3)}),
+        st.fixed_dictionaries({"L": st.lists(children, max_size=3)}),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(item=st.dictionaries(st.text(max_size=4), _attribute_value, max_size=4))
+def test_attribute_values_are_written_as_moto_writes_them(item: dict[str, Any]) -> None:
+    from moto.core.serialize import BaseJSONSerializer, JSONSerializer
+    from moto.core.utils import get_service_model
+
+    patched = BaseJSONSerializer._serialize_type_structure
+    assert getattr(patched, "original", None) is not None, "faster_moto not installed"
+    operation = get_service_model("dynamodb").operation_model("GetItem")
+
+    def body() -> Any:
+        serializer = JSONSerializer(
+            operation_model=operation, value_picker=XFormedAttributePicker()
+        )
+        return serializer.serialize({"Item": item})["body"]
+
+    fast = body()
+    BaseJSONSerializer._serialize_type_structure = patched.original  # type: ignore[attr-defined,method-assign]
+    try:
+        assert fast == body()
+    finally:
+        BaseJSONSerializer._serialize_type_structure = patched  # type: ignore[method-assign]
+
+
 def test_queue_counts_read_as_sqs_reports_them(aws: None) -> None:
     from moto.sqs.models import Queue
 
@@ -81,7 +131,7 @@ def _item(key: str) -> dict[str, Any]:
 def test_a_cancelled_transaction_leaves_the_table_as_it_was(aws: None) -> None:
     client = boto3.client("dynamodb", region_name=REGION)
     create_outbox_table(client, TABLE)
-    for key in ("bystander", "updated", "checked"):
+    for key in ("bystander", "updated", "checked", "deleted"):
         client.put_item(TableName=TABLE, Item={**_item(key), "n": {"N": "1"}})
     table = _moto_table()
     before_items = {id(item): item for item in _items(table)}
@@ -99,6 +149,9 @@ def test_a_cancelled_transaction_leaves_the_table_as_it_was(aws: None) -> None:
                     }
                 },
                 {"Put": {"TableName": TABLE, "Item": {**_item("new"), "n": {"N": "1"}}}},
+                # A new item in a partition that exists, and a deleted one.
+                {"Put": {"TableName": TABLE, "Item": {**_item("updated"), "SK": {"S": "B"}}}},
+                {"Delete": {"TableName": TABLE, "Key": _item("deleted")}},
                 {
                     "ConditionCheck": {
                         "TableName": TABLE,
@@ -111,7 +164,8 @@ def test_a_cancelled_transaction_leaves_the_table_as_it_was(aws: None) -> None:
 
     table = _moto_table()
     values = {item["PK"]["S"]: item["n"]["N"] for item in client.scan(TableName=TABLE)["Items"]}
-    assert values == {"bystander": "1", "updated": "1", "checked": "1"}
+    assert values == {"bystander": "1", "updated": "1", "checked": "1", "deleted": "1"}
+    assert client.scan(TableName=TABLE, Select="COUNT")["Count"] == 4
     assert len(table.stream_shard.items) == before_records
     # The backup shared the item the transaction does not name (the cheap path
     # was taken) and copied the ones it names.
