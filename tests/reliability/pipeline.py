@@ -131,9 +131,21 @@ class FaultPlan:
     #: consumer failures still to inject, per event id
     consumer_failures: dict[str, int] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Each kind rolls from a stream of its own: concurrent invocations roll
+        # in threads, and with one shared stream the order they happened to
+        # run in decided which kinds fired (once, none of a kind did).
+        self._seed = self.rnd.getrandbits(64)
+        self._streams: dict[str, random.Random] = {}
+
     def roll(self, kind: str) -> bool:
         rate = self.rates.get(kind, 0)
-        if not self.enabled or rate <= 0 or self.rnd.randrange(100) >= rate:
+        if not self.enabled or rate <= 0:
+            return False
+        stream = self._streams.get(kind)
+        if stream is None:
+            stream = self._streams.setdefault(kind, random.Random(f"{self._seed}:{kind}"))
+        if stream.randrange(100) >= rate:
             return False
         self.fired[kind] += 1
         counter = _fired_here.get(None)

@@ -254,6 +254,33 @@ def local_stack(
     return stack
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Destroys examples/local once the last test that uses it has run.
+
+    pytest tears a session fixture down when the session ends: under
+    ``make test`` that destroy (about 20 s) was the last thing the whole run
+    waited for, long after the stack's tests had finished. They run together,
+    in collection order (tests/xdist_groups.py keeps them on one worker), so
+    the last one in collection order is the last to run.
+    """
+    result = yield
+    if item.nodeid == _last_test_using_local_stack(item.session):
+        for definition in item._fixtureinfo.name2fixturedefs.get("local_stack", ()):
+            definition.finish(item._request)  # type: ignore[arg-type]
+    return result
+
+
+_LAST_LOCAL_STACK_TEST: dict[int, str | None] = {}
+
+
+def _last_test_using_local_stack(session: pytest.Session) -> str | None:
+    if id(session) not in _LAST_LOCAL_STACK_TEST:
+        users = [item.nodeid for item in session.items if "local_stack" in item.fixturenames]
+        _LAST_LOCAL_STACK_TEST[id(session)] = users[-1] if users else None
+    return _LAST_LOCAL_STACK_TEST[id(session)]
+
+
 @pytest.fixture(scope="session")
 def outputs(local_stack: Any) -> dict[str, Any]:
     return {name: output["value"] for name, output in local_stack.outputs.items()}
