@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 START_TIMEOUT_SECONDS = 60.0
-#: In debug mode the provider logs at TRACE (its SDKs' every request: ~0.7 MB
+#: In debug mode the provider logs at TRACE (its SDKs' every request: ~0.8 MB
 #: per run block), about 8% of the CPU of the `terraform test` files
 #: (consumers and sweeper_alarms: 40.2 s with the logs, 36.9 s without).
 QUIET_PROVIDER_LOGS = {
