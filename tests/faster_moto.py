@@ -65,6 +65,7 @@ def cache_serializer_attribute_names() -> None:
 
 
 _ATTRIBUTE_VALUE_MEMBERS = ("S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL")
+_ATTRIBUTE_VALUE_KEYS = frozenset(_ATTRIBUTE_VALUE_MEMBERS)
 
 
 def serialize_attribute_values_directly() -> None:
@@ -96,7 +97,7 @@ def serialize_attribute_values_directly() -> None:
 def _plain_attribute_value(value: Any, base64: Any) -> dict[str, Any] | None:
     """What moto's serializer makes of a DynamoDB AttributeValue dict, or None
     when the value is not a plain one (moto's own path then serialises it)."""
-    if type(value) is not dict or not value.keys() <= set(_ATTRIBUTE_VALUE_MEMBERS):
+    if type(value) is not dict or not value.keys() <= _ATTRIBUTE_VALUE_KEYS:
         return None
     plain: dict[str, Any] = {}
     for member in _ATTRIBUTE_VALUE_MEMBERS:

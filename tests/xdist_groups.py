@@ -102,9 +102,9 @@ class GroupedScheduling(LoadScopeScheduling):  # type: ignore[misc]
         if not self._ordered:
             # The queue is complete before the first unit is handed out.
             self._ordered = True
-            for scope in sorted(self.workqueue, key=rank_of, reverse=True):
-                if rank_of(scope) < len(LONGEST_FIRST):
-                    self.workqueue.move_to_end(scope, last=False)
+            ranked = [scope for scope in self.workqueue if rank_of(scope) < len(LONGEST_FIRST)]
+            for scope in sorted(ranked, key=rank_of, reverse=True):
+                self.workqueue.move_to_end(scope, last=False)
         super()._assign_work_unit(node)
 
     def _reschedule(self, node: Any) -> None:
