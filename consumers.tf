@@ -364,17 +364,46 @@ data "aws_iam_policy_document" "consumer_function" {
       resources = ["*"]
     }
   }
+
+  # vpc_config: Lambda creates and deletes the functions' network interfaces with
+  # the function's role. The actions of AWS's AWSLambdaVPCAccessExecutionRole
+  # (without its logs actions, granted above), on "*" as there: the interfaces do
+  # not exist before Lambda creates them and the Describe actions take no resource.
+  dynamic "statement" {
+    for_each = local.vpc_enabled ? ["vpc"] : []
+
+    content {
+      sid = "ManageVpcNetworkInterfaces"
+      actions = [
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:CreateNetworkInterface",
+        "ec2:DeleteNetworkInterface",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DescribeSubnets",
+        "ec2:UnassignPrivateIpAddresses",
+      ]
+      resources = ["*"]
+    }
+  }
 }
 
 resource "aws_iam_role" "consumer" {
   for_each = local.module_consumers
 
-  name                 = local.consumer_names[each.key]
+  name                 = local.consumer_role_names[each.key]
+  path                 = var.iam_role_path
   description          = "Execution role of the ${each.key} outbox consumer of ${var.name}."
   assume_role_policy   = data.aws_iam_policy_document.lambda_assume_role.json
   permissions_boundary = var.iam_permissions_boundary_arn
 
-  tags = local.tags
+  tags = local.role_tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.consumer_role_names[each.key]) <= local.iam_role_name_max_length
+      error_message = "The IAM role name \"${local.consumer_role_names[each.key]}\" (consumer ${each.key}'s) is ${length(local.consumer_role_names[each.key])} characters; IAM allows ${local.iam_role_name_max_length}. Shorten iam_role_name_prefix (\"${var.iam_role_name_prefix}\", ${length(var.iam_role_name_prefix)} characters) or the consumer key or name."
+    }
+  }
 }
 
 resource "aws_iam_role_policy" "consumer" {
@@ -419,7 +448,7 @@ resource "aws_cloudwatch_log_group" "consumer" {
 
 resource "aws_lambda_function" "consumer" {
   #checkov:skip=CKV_AWS_116: SQS-invoked function: failed messages go to the queue's redrive DLQ, a function DLQ (asynchronous invocations only) never receives them
-  #checkov:skip=CKV_AWS_117: calls only AWS APIs (SQS, DynamoDB); a VPC would add NAT or endpoints and no isolation to protect
+  #checkov:skip=CKV_AWS_117: in a VPC only when the caller gives vpc_config (docs/vpc.md): it calls only AWS APIs (DynamoDB), and a VPC needs NAT or endpoints
   #checkov:skip=CKV_AWS_115: concurrency is bounded by the SQS mapping's maximum_concurrency input, which unlike reserved concurrency does not throttle messages back to the queue
   #checkov:skip=CKV_AWS_272: the package is the committed reproducible zip checked by `make package-check`; code signing needs a signing profile the caller owns
   for_each = local.module_consumers
@@ -439,6 +468,16 @@ resource "aws_lambda_function" "consumer" {
 
   # As the publisher's: the module's key when given.
   kms_key_arn = var.kms_key_arn
+
+  # vpc_config: in the caller's subnets, or no VPC.
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [var.vpc_config] : []
+
+    content {
+      subnet_ids         = vpc_config.value.subnet_ids
+      security_group_ids = vpc_config.value.security_group_ids
+    }
+  }
 
   tracing_config {
     mode = var.tracing_mode
@@ -503,4 +542,12 @@ resource "aws_lambda_event_source_mapping" "consumer" {
     aws_iam_role_policy.consumer,
     aws_iam_role_policy.consumer_caller_role,
   ]
+
+  # An SQS event source invokes a function of the queue's region only.
+  lifecycle {
+    precondition {
+      condition     = each.value.function == null ? true : split(":", each.value.function.arn)[3] == local.region_name
+      error_message = "Consumer ${each.key}'s function.arn is a function of region ${try(split(":", each.value.function.arn)[3], "")}, but its queue is in ${local.region_name}, the provider's region: Lambda reads an SQS queue of the function's own region only. Deploy the function in ${local.region_name}, or use this module with a provider of the function's region."
+    }
+  }
 }

@@ -7,13 +7,16 @@ data "aws_partition" "current" {}
 data "aws_region" "current" {}
 
 locals {
-  # `id` is the region's name on hashicorp/aws 5.x and 6.x alike; `name` is
-  # deprecated in 6.x (replaced by `region`, which 5.x lacks).
-  region_name = data.aws_region.current.id
+  # The provider's region. hashicorp/aws 6.x gives the data source a `region`
+  # attribute and deprecates `name` (6.0) and `id` (6.47.0,
+  # hashicorp/terraform-provider-aws#48036); 5.x has no `region`. lookup() reads
+  # an attribute without a static reference, so 5.x does not fail on `region`
+  # and 6.x warns about neither fallback. `id` is the region on every version.
+  region_from_6x = lookup(data.aws_region.current, "region", null)
+  region_name    = coalesce(local.region_from_6x, lookup(data.aws_region.current, "id", null))
 
-  # hashicorp/aws 6.x gives the data source a `region` attribute; 5.x has none.
-  # Read with lookup() so that 5.x does not fail on the reference.
-  provider_is_6x = lookup(data.aws_region.current, "region", null) != null
+  # hashicorp/aws 6.x, told by the `region` attribute only it has.
+  provider_is_6x = local.region_from_6x != null
 
   # hashicorp/aws 5.x validates the runtime against a list that ends at
   # python3.13; python3.14 came with 6.20 (hashicorp/terraform-provider-aws#44984).
@@ -21,6 +24,9 @@ locals {
 
   # Only active tracing makes the module's functions send segments (variables.tf).
   tracing_active = var.tracing_mode == "Active"
+
+  # vpc_config: the module's functions in the caller's subnets (docs/vpc.md).
+  vpc_enabled = var.vpc_config != null
 }
 
 # The account id completes the ARNs of the consumer queues, which their own
@@ -62,6 +68,17 @@ locals {
   consumer_dlq_names   = { for key, name in local.consumer_names : key => "${name}-dlq${local.fifo_suffix}" }
 
   tags = var.tags
+
+  # IAM roles: the organisation's prefix (iam_role_name_prefix) before the derived
+  # name, its path (iam_role_path) and tags (iam_role_tags, over `tags`). IAM
+  # role names are at most 64 characters (IAM User Guide, "IAM object quotas":
+  # "Role name: 64 characters"); each aws_iam_role checks its own name.
+  iam_role_name_max_length   = 64
+  publisher_role_name        = "${var.iam_role_name_prefix}${local.publisher_name}"
+  sweeper_role_name          = "${var.iam_role_name_prefix}${local.sweeper_name}"
+  sweeper_schedule_role_name = "${var.iam_role_name_prefix}${local.sweeper_scheduler_role}"
+  consumer_role_names        = { for key, name in local.consumer_names : key => "${var.iam_role_name_prefix}${name}" }
+  role_tags                  = merge(local.tags, var.iam_role_tags)
 }
 
 ################################################################################

@@ -23,6 +23,20 @@ locals {
   publish_target_arn = local.publish_to_sns ? aws_sns_topic.this[0].arn : local.event_bus_arn
 
   publish_target_description = local.publish_to_sns ? "the ${local.sns_topic_name} SNS topic" : "the ${local.event_bus_name} event bus"
+
+  # The message attributes the publisher sets on every SNS message
+  # (dynamodb_outbox.sinks.SNS_MESSAGE_ATTRIBUTES; tests/unit/test_sns_message_attributes.py
+  # holds the two lists together). A consumer's filter_policy may filter on these only.
+  sns_message_attributes = ["event_type", "source"]
+
+  # Per consumer, the keys of its filter policy that are not message attributes:
+  # top-level keys, and those of each "$or" alternative (SNS's OR operator).
+  consumer_filter_policy_unknown_keys = {
+    for key, c in var.consumers : key => sort(distinct(concat(
+      [for k in try(keys(jsondecode(c.filter_policy)), []) : k if k != "$or" && !contains(local.sns_message_attributes, k)],
+      flatten([for alternative in try(jsondecode(c.filter_policy)["$or"], []) : [for k in try(keys(alternative), []) : k if !contains(local.sns_message_attributes, k)]]),
+    ))) if c.filter_policy != null
+  }
 }
 
 ################################################################################
@@ -71,4 +85,13 @@ resource "aws_sns_topic_subscription" "consumer" {
   redrive_policy = jsonencode({
     deadLetterTargetArn = aws_sqs_queue.consumer_dlq[each.key].arn
   })
+
+  # A policy on an attribute the publisher never sets matches no message: the
+  # consumer would silently receive nothing.
+  lifecycle {
+    precondition {
+      condition     = length(local.consumer_filter_policy_unknown_keys[each.key]) == 0
+      error_message = "Consumer ${each.key}'s filter_policy filters on ${join(", ", formatlist("\"%s\"", local.consumer_filter_policy_unknown_keys[each.key]))}, which no message has: the filter policy applies to message attributes, and the publisher sets only ${join(" and ", local.sns_message_attributes)} (the envelope's type and source), e.g. jsonencode({ event_type = [\"OrderCreated\"] })."
+    }
+  }
 }

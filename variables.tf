@@ -75,6 +75,85 @@ variable "iam_permissions_boundary_arn" {
   }
 }
 
+variable "iam_role_path" {
+  description = <<-EOF
+    Path of every IAM role the module creates (publisher, sweeper, the sweeper's schedule,
+    reference consumers), for organisations whose SCPs or permission boundaries allow roles
+    under a path only, e.g. "/app/outbox/". Default "/". The path is part of the role's ARN,
+    not of its name.
+  EOF
+  type        = string
+  default     = "/"
+  nullable    = false
+
+  # IAM API Reference, CreateRole: Path is 1 to 512 characters, "/" alone or
+  # starting and ending with "/", of printable ASCII (U+0021 to U+007E).
+  validation {
+    condition     = length(var.iam_role_path) <= 512 && can(regex("^/([!-~]*/)?$", var.iam_role_path))
+    error_message = "The iam_role_path must be \"/\" or start and end with \"/\" (e.g. \"/app/outbox/\"), at most 512 printable ASCII characters without spaces; got \"${var.iam_role_path}\"."
+  }
+}
+
+variable "iam_role_name_prefix" {
+  description = <<-EOF
+    Prepended to the name of every IAM role the module creates, for organisations whose SCPs
+    allow role names with a prefix only: "acme-" gives `acme-<name>-publisher`,
+    `acme-<name>-sweeper`, `acme-<name>-sweeper-schedule` and `acme-<name>-<key>-consumer`.
+    Default "" (no prefix). Only the roles change: functions, queues and other resources keep
+    their names. An IAM role name is at most 64 characters: plan fails, naming the role and
+    its length, when the prefix makes one longer (the longest is the consumers'
+    `<name>-<key>-consumer`, then `<name>-sweeper-schedule`, 17 characters more than `name`).
+    Changing the prefix replaces the roles.
+  EOF
+  type        = string
+  default     = ""
+  nullable    = false
+
+  # IAM role names: letters, digits and +=,.@_- (IAM API Reference, CreateRole).
+  validation {
+    condition     = can(regex("^[A-Za-z0-9+=,.@_-]{0,32}$", var.iam_role_name_prefix))
+    error_message = "The iam_role_name_prefix must be at most 32 characters of letters, digits and +=,.@_- (what IAM allows in a role name); got \"${var.iam_role_name_prefix}\"."
+  }
+}
+
+variable "iam_role_tags" {
+  description = "Tags added to every IAM role the module creates, over `tags` (a key in both takes this value): for tag-based SCP or ABAC conditions on roles only."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+}
+
+variable "vpc_config" {
+  description = <<-EOF
+    Places the module's functions (publisher, sweeper, reference consumers) in a VPC. null
+    (default): not in a VPC. Otherwise:
+    - `subnet_ids`: 1 to 16 private subnet IDs, preferably one per Availability Zone.
+    - `security_group_ids`: 1 to 5 security group IDs; the functions need outbound HTTPS
+      (TCP 443) only, to the endpoints below, and no inbound rule.
+    Their roles get the network-interface permissions of AWS's
+    AWSLambdaVPCAccessExecutionRole (ec2:CreateNetworkInterface, ...; on "*", as there).
+    The functions then reach AWS through the VPC: it needs a NAT gateway, or the endpoints
+    docs/vpc.md lists (a DynamoDB gateway endpoint; interface endpoints for EventBridge or
+    SNS and, with tracing_mode = "Active", X-Ray). Functions you bring
+    (consumers.*.function) keep their own network settings.
+  EOF
+  type = object({
+    subnet_ids         = list(string)
+    security_group_ids = list(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.vpc_config == null ? true : length(var.vpc_config.subnet_ids) >= 1 && length(var.vpc_config.subnet_ids) <= 16 && alltrue([for id in var.vpc_config.subnet_ids : can(regex("^subnet-[0-9a-f]{8,17}$", id))])
+    error_message = "The vpc_config.subnet_ids must hold 1 to 16 subnet IDs (subnet-<hex>; Lambda's VpcConfig takes at most 16). Got ${try(length(var.vpc_config.subnet_ids), 0)}; malformed: ${try(join(", ", [for id in var.vpc_config.subnet_ids : "\"${id}\"" if !can(regex("^subnet-[0-9a-f]{8,17}$", id))]), "")}."
+  }
+
+  validation {
+    condition     = var.vpc_config == null ? true : length(var.vpc_config.security_group_ids) >= 1 && length(var.vpc_config.security_group_ids) <= 5 && alltrue([for id in var.vpc_config.security_group_ids : can(regex("^sg-[0-9a-f]{8,17}$", id))])
+    error_message = "The vpc_config.security_group_ids must hold 1 to 5 security group IDs (sg-<hex>; Lambda's VpcConfig takes at most 5). Got ${try(length(var.vpc_config.security_group_ids), 0)}; malformed: ${try(join(", ", [for id in var.vpc_config.security_group_ids : "\"${id}\"" if !can(regex("^sg-[0-9a-f]{8,17}$", id))]), "")}."
+  }
+}
+
 ################################################################################
 # Table
 ################################################################################

@@ -676,6 +676,53 @@ def test_second_plan_has_no_changes(local_stack: Any, tf_cli_config: Path) -> No
     assert result.returncode == 0, describe(result)
 
 
+def test_a_changing_sweeper_leaves_its_schedule_policy_alone(
+    local_stack: Any, tf_cli_config: Path, tmp_path: Path
+) -> None:
+    """A plan that replaces the sweeper function does not touch the schedule's role policy.
+
+    Were the policy built from the function's `arn` attribute, Terraform would
+    defer its document to apply whenever the function has changes, and the
+    plan would show the policy losing its statement (issue 26).
+    """
+    runner = local_stack.terraform
+    env = {
+        **os.environ,
+        "TF_DATA_DIR": str(runner.work_dir),
+        "TF_CLI_CONFIG_FILE": str(tf_cli_config),
+    }
+    plan_file = tmp_path / "replace-sweeper.tfplan"
+    sweeper = "module.outbox.aws_lambda_function.sweeper[0]"
+    policy = "module.outbox.aws_iam_role_policy.sweeper_schedule[0]"
+
+    plan = run_terraform(
+        [
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-lock=false",
+            "-refresh=false",
+            f"-replace={sweeper}",
+            f"-state={runner.state_path}",
+            f"-out={plan_file}",
+        ],
+        cwd=Path(runner.module_dir),
+        env=env,
+    )
+    assert plan.returncode == 0, describe(plan)
+    show = run_terraform(
+        ["show", "-json", "-no-color", str(plan_file)], cwd=Path(runner.module_dir), env=env
+    )
+    assert show.returncode == 0, describe(show)
+    actions = {
+        change["address"]: change["change"]["actions"]
+        for change in json.loads(show.stdout)["resource_changes"]
+    }
+
+    assert actions[sweeper] == ["delete", "create"], actions[sweeper]
+    assert actions[policy] == ["no-op"], plan.stdout
+
+
 def attached_policies(iam: Any, role_name: str) -> list[str]:
     return [
         p["PolicyArn"]
