@@ -68,13 +68,15 @@ class IndexReader(Protocol):
         self,
         *,
         TableName: str,
-        IndexName: str,
         KeyConditionExpression: str,
         ExpressionAttributeNames: Mapping[str, str],
         ExpressionAttributeValues: Mapping[str, Any],
-        ScanIndexForward: bool,
-        Limit: int,
+        IndexName: str = ...,
+        ScanIndexForward: bool = ...,
+        Limit: int = ...,
         ExclusiveStartKey: Mapping[str, Any] = ...,
+        ProjectionExpression: str = ...,
+        ConsistentRead: bool = ...,
     ) -> Mapping[str, Any]: ...
 
     def batch_get_item(self, *, RequestItems: dict[str, Any]) -> Mapping[str, Any]: ...

@@ -28,10 +28,22 @@ The rules, and why:
   did it), and the quarantine write never recreates an item that is gone. The
   sweeper re-reads each item before publishing and skips those already gone or
   no longer pending. Consumers absorb duplicates by event id.
+* On a sink that keeps order per subject (SNS FIFO), a subject never has a
+  later event sent ahead of an earlier one that is still pending
+  (docs/decisions.md, "What "in order per subject" means"). A key that
+  BatchGetItem left unread stops its partition for the rest of the run (its
+  subject is unknown until it is read; order is promised per partition key
+  and subject). Events that carry a ``sequence`` go out in sequence order, and
+  their subject stops at the first lower sequence still pending in the table
+  that this run cannot send first: unread, not old enough by its id, or not
+  reached. One consistent ``Query`` per partition that has such events finds
+  them (keys and two small attributes, never the envelopes). Publication
+  failures already stop the run (above).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -44,6 +56,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.envelope import (
+    ATTR_PENDING_SHARD,
+    ATTR_SEQUENCE,
+    ATTR_STATUS,
+    ATTR_SUBJECT,
     DEFAULT_PENDING_SHARDS,
     OUTBOX_SK_PREFIX,
 )
@@ -71,6 +87,7 @@ from dynamodb_outbox.publishing import (
     PublisherDynamoDBClient,
     PublishResult,
     publish_outbox_items,
+    string_attribute,
 )
 from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
@@ -146,6 +163,12 @@ class SweepResult:
     not_pending: int = 0
     #: keys DynamoDB left unprocessed after the read retries (next run).
     unfetched: int = 0
+    #: keys left pending because an earlier event of their subject could not go
+    #: first (ordered sinks only): an unread key of their partition, or a lower
+    #: ``sequence`` of their subject still pending.
+    held: int = 0
+    #: consistent queries of one partition's pending sequences (ordered sinks only).
+    partition_queries: int = 0
     #: more old items than this run took (``max_items``, time, or a failure).
     more_pending: bool = False
     #: why the run stopped early: ``max_items``, ``time`` or ``retryable_failure``.
@@ -160,6 +183,18 @@ class SweepResult:
 
 
 # ------------------------------------------------------------------------- the run
+
+
+def _sequence_of(item: Mapping[str, Any]) -> int | None:
+    """The event's ``sequence`` from its outbox item's own attribute; None when it has none."""
+    value = item.get(ATTR_SEQUENCE)
+    text = value.get("N") if isinstance(value, Mapping) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 class _Sweep:
@@ -193,6 +228,14 @@ class _Sweep:
         self.sleep = deps.sleep
         self.read_retries = read_retries
         self.table_keys = deps.table_keys
+        self.ordered = deps.sink.rules.orders_by_subject
+        # Ordered sinks only: partitions stopped for the rest of the run (an unread
+        # key), the pending sequences of each partition read so far (subject ->
+        # [(sequence, sort key)] ascending), and the sort keys this run has sent
+        # (or quarantined) or found gone.
+        self._stopped_partitions: set[str] = set()
+        self._sequences: dict[str, dict[str, list[tuple[int, str]]]] = {}
+        self._settled: set[str] = set()
         # Spread the budget over the shards (the hash spreads items evenly), so a
         # backlog costs about ``max_items`` keys read, not ``shards * max_items``.
         self.page_limit = max(1, min(QUERY_MAX_PAGE, -(-max_items // len(self.shards))))
@@ -296,15 +339,116 @@ class _Sweep:
         self.result.more_pending = self.result.more_pending or bool(unread_ids)
         items: list[AttributeMap] = []
         for key in keys:
+            partition = self._partition(key)
             if key_id(key, self.table_keys) in unread_ids:
+                if self.ordered:  # its subject is unknown: stop its whole partition
+                    self._stopped_partitions.add(partition)
+                continue
+            if self.ordered and partition in self._stopped_partitions:
+                self.result.held += 1
                 continue
             item = read.items.get(key_id(key, self.table_keys))
             if item is None or not is_pending(item):
                 # Published and deleted, or quarantined, since the index was read.
                 self.result.not_pending += 1
+                self._settled.add(sort_key(key, self.table_keys))
                 continue
             items.append(item)
+        if self.ordered:
+            items = self._in_sequence_order(items)
+            self.result.more_pending = self.result.more_pending or self.result.held > 0
         return items
+
+    # -- order per subject (ordered sinks)
+
+    def _partition(self, key: Mapping[str, Any]) -> str:
+        return json.dumps(key.get(self.table_keys.partition), sort_keys=True)
+
+    def _in_sequence_order(self, items: list[AttributeMap]) -> list[AttributeMap]:
+        """``items`` with each subject's sequenced events in sequence order, held ones left out.
+
+        A subject's events take the places its events had in ``items`` (so other
+        subjects keep theirs); an event goes only when every lower sequence of
+        its subject still pending in the table goes before it in this run.
+        """
+        groups: dict[tuple[str, str], list[int]] = {}
+        for place, item in enumerate(items):
+            if _sequence_of(item) is not None:
+                subject = string_attribute(item, ATTR_SUBJECT) or ""
+                groups.setdefault((self._partition(item), subject), []).append(place)
+        if not groups:
+            return items
+        placed: list[AttributeMap | None] = list(items)
+        for (partition, subject), places in groups.items():
+            ready = {sort_key(items[place], self.table_keys): items[place] for place in places}
+            taken: list[AttributeMap] = []
+            # Held events are not settled: a later page meets them in this walk and
+            # stops there, so nothing passes them within the run.
+            for _, sk in self._pending_sequences(items[places[0]], partition).get(subject, []):
+                if sk in self._settled:
+                    continue
+                if sk not in ready:
+                    break  # a lower sequence this run cannot send first
+                taken.append(ready.pop(sk))
+            if ready:
+                self.result.held += len(ready)
+                logger.info(
+                    "subject held behind a lower pending sequence",
+                    extra={
+                        "held": len(ready),
+                        "key": loggable_key(
+                            self.table_keys.key_of(items[places[0]]), self.table_keys
+                        ),
+                    },
+                )
+            for n, place in enumerate(places):
+                placed[place] = taken[n] if n < len(taken) else None
+            self._settled.update(sort_key(item, self.table_keys) for item in taken)
+        return [item for item in placed if item is not None]
+
+    def _pending_sequences(
+        self, item: Mapping[str, Any], partition: str
+    ) -> dict[str, list[tuple[int, str]]]:
+        """The partition's pending sequenced events: subject -> ascending (sequence, sk)."""
+        known = self._sequences.get(partition)
+        if known is not None:
+            return known
+        partition_name, sort_name = self.table_keys.names
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :outbox)",
+            "ExpressionAttributeNames": {
+                "#pk": partition_name,
+                "#sk": sort_name,
+                "#subject": ATTR_SUBJECT,
+                "#sequence": ATTR_SEQUENCE,
+                "#status": ATTR_STATUS,
+                "#shard": ATTR_PENDING_SHARD,
+            },
+            "ExpressionAttributeValues": {
+                ":pk": item[partition_name],
+                ":outbox": {"S": OUTBOX_SK_PREFIX},
+            },
+            "ProjectionExpression": "#sk, #subject, #sequence, #status, #shard",
+            "ConsistentRead": True,
+        }
+        found: dict[str, list[tuple[int, str]]] = {}
+        while True:
+            self.result.partition_queries += 1
+            page = self.dynamodb.query(**request)
+            for row in page.get("Items") or []:
+                sequence = _sequence_of(row)
+                subject = string_attribute(row, ATTR_SUBJECT)
+                if sequence is not None and subject is not None and is_pending(row):
+                    found.setdefault(subject, []).append((sequence, sort_key(row, self.table_keys)))
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                break
+            request["ExclusiveStartKey"] = last
+        for entries in found.values():
+            entries.sort()
+        self._sequences[partition] = found
+        return found
 
     # -- the run
 

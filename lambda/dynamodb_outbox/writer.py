@@ -546,6 +546,7 @@ class OutboxWriter:
         default: JsonDefault | None = None,
         event_id: str | None = None,
         time: datetime | str | None = None,
+        sequence: int | None = None,
     ) -> Envelope:
         """An envelope about ``entity`` (an entity item or its partition key), with a fresh ULID.
 
@@ -578,6 +579,14 @@ class OutboxWriter:
         same event. ``time`` (an aware ``datetime`` or ISO 8601 text) defaults
         to the id's own time when ``event_id`` is given, so a retry is the same
         request byte for byte (what ``client_request_token`` needs).
+
+        ``sequence`` (an integer from 1) is the event's place among its
+        subject's events, carried as the envelope's ``sequence`` extension: on
+        the ordered path the sweeper sends a subject's events in that order and
+        the consumer toolkit can tell a gap or a reordering
+        (:mod:`dynamodb_outbox.sequence_check`). Take it from the aggregate's
+        version in the same transaction (the new version, with a ``condition``
+        on the old one), so that sequence order is commit order.
         """
         partition_key = self.table_keys.partition
         pk = entity if isinstance(entity, str) else entity.get(partition_key)
@@ -614,6 +623,7 @@ class OutboxWriter:
                 tracestate=trace.tracestate if trace else None,
                 id=event_id,
                 time=time_text,
+                sequence=sequence,
             )
         except (InvalidEnvelope, PayloadNotEncodable) as exc:
             raise InvalidWrite(str(exc)) from exc
@@ -722,6 +732,7 @@ class OutboxWriter:
             )
         for position, envelope in enumerate(envelopes):
             actions.append(self._event_action(pk, envelope, len(actions), position))
+        _check_sequences(envelopes)
         for position, raw in enumerate(extra_actions):
             actions.append(self._extra_action(raw, len(actions), position))
         _check_limits(actions)
@@ -911,6 +922,20 @@ class OutboxWriter:
 
 
 # ------------------------------------------------------------------------- checks
+
+
+def _check_sequences(envelopes: Sequence[Envelope]) -> None:
+    """Two events of one subject in one write never share a ``sequence``."""
+    seen: dict[tuple[str, int], int] = {}
+    for position, envelope in enumerate(envelopes):
+        if envelope.sequence is None:
+            continue
+        earlier = seen.setdefault((envelope.subject, envelope.sequence), position)
+        if earlier != position:
+            raise InvalidWrite(
+                f"events #{earlier} and #{position} of subject {_short(envelope.subject)} both "
+                f"carry sequence {envelope.sequence}: a subject's sequence numbers must differ"
+            )
 
 
 def _check_limits(actions: Sequence[_Action]) -> None:
