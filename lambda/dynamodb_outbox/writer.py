@@ -24,16 +24,18 @@ An event the table's sink would never accept (too large for it, a field it
 refuses) is refused too, by the sink's own rules (:mod:`dynamodb_outbox.sinks`,
 chosen with ``publish_to``): committed, it could only be quarantined.
 
-Which events reach consumers in the order they were written: with
-``publish_to = "sns_fifo"`` (the ordered path), two events are delivered in
-write order when they have the same partition key (the entity's ``PK``: the
-stream keeps one partition's records in order with a parallelization factor of
-1) AND the same envelope ``subject`` (the FIFO message group). Give every event
-of an aggregate the aggregate's key as ``PK`` and its id as ``subject``. AWS
-documents no order among the stream records of one transaction: two events of
-an aggregate that must stay ordered go in two transactions, one after the
-other. Nothing else is ordered: not two subjects, not two partition keys, and nothing
-on the ``eventbridge`` and ``sns`` paths (README, "Guarantees").
+Which events reach consumers in order: with ``publish_to = "sns_fifo"`` (the
+ordered path), the events of one envelope ``subject`` (the FIFO message group)
+that carry a ``sequence`` go out in ``sequence`` order, and a consumer's
+:class:`~dynamodb_outbox.sequence_check.SequenceTracker` reports a gap or a
+reordering. Take the sequence from the aggregate's version, set in the same
+transaction with a condition on the previous one, so sequence order is commit
+order. Without a sequence, order is best effort: the stream's order for one
+partition key (AWS orders stream records per item only, and every event is an
+item of its own) and id order in the sweeper. Give every event of an aggregate
+the aggregate's key as ``PK`` and its id as ``subject``. Nothing else is
+ordered: not two subjects, and nothing on the ``eventbridge`` and ``sns`` paths
+(README, "Guarantees"; docs/decisions.md, "What "in order per subject" means").
 
 This module ships to application code (Lambda layer): it imports only the
 standard library, boto3/botocore, python-ulid, the envelope and sink rules and
