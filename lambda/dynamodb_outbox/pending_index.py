@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
@@ -76,6 +76,7 @@ class IndexReader(Protocol):
         Limit: int = ...,
         ExclusiveStartKey: Mapping[str, Any] = ...,
         ProjectionExpression: str = ...,
+        Select: Literal["SPECIFIC_ATTRIBUTES"] = ...,
         ConsistentRead: bool = ...,
     ) -> Mapping[str, Any]: ...
 

@@ -429,7 +429,9 @@ class _Sweep:
                 ":pk": item[partition_name],
                 ":outbox": {"S": OUTBOX_SK_PREFIX},
             },
+            # Select is what the role's dynamodb:Select condition checks (sweeper.tf).
             "ProjectionExpression": "#sk, #subject, #sequence, #status, #shard",
+            "Select": "SPECIFIC_ATTRIBUTES",
             "ConsistentRead": True,
         }
         found: dict[str, list[tuple[int, str]]] = {}

@@ -33,6 +33,11 @@ from tests.functional.outbox_helpers import (
     RecordingEvents,
     ulid_at,
 )
+from tests.functional.test_settle_requests_match_policy import (
+    _default_key_attributes,
+    _hcl_string_list,
+    _record_requests,
+)
 
 if TYPE_CHECKING:
     from tests.functional.conftest import EventBus, OutboxTable, SnsTopic
@@ -235,3 +240,26 @@ def test_a_quarantined_lower_sequence_does_not_hold_its_subject(
 
     assert delivered_types(sns_fifo_topic) == ["OrderPaid"]
     assert result.held == 0
+
+
+# ------------------------------------------------------------------- IAM policy
+
+
+def test_the_partition_query_names_only_what_the_sweeper_role_may_read(
+    outbox_table: OutboxTable, sns_fifo_topic: SnsTopic
+) -> None:
+    # sweeper.tf lets the role Query the table only for the key attributes and
+    # main.tf's sequence_query_attributes, with Select = SPECIFIC_ATTRIBUTES
+    put_event(outbox_table, "OrderCreated", OLD, sequence=1)
+    put_event(outbox_table, "OrderPaid", OLD + timedelta(seconds=1), sequence=2)
+    queries = _record_requests(outbox_table.client, "Query")
+
+    result = run_sweep(outbox_table, fifo(sns_fifo_topic))
+
+    table_queries = [query for query in queries if "IndexName" not in query]
+    assert result.partition_queries == len(table_queries) == 1
+    allowed = _default_key_attributes() | _hcl_string_list("sequence_query_attributes")
+    for query in table_queries:
+        assert set(query["ExpressionAttributeNames"].values()) <= allowed
+        assert query["Select"] == "SPECIFIC_ATTRIBUTES"
+        assert query["ConsistentRead"] is True
