@@ -59,7 +59,7 @@ data "aws_iam_policy_document" "sweeper" {
   }
 
   # On the ordered path only: the pending sequences of a partition whose events
-  # carry a sequence (sweeper.py, _pending_sequences), keys and the attributes
+  # carry a sequence (lambda/dynamodb_outbox/subject_sequences.py), keys and the attributes
   # of local.sequence_query_attributes, never the envelopes.
   dynamic "statement" {
     for_each = var.publish_to == "sns_fifo" ? [1] : []

@@ -43,7 +43,6 @@ The rules, and why:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -56,10 +55,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.envelope import (
-    ATTR_PENDING_SHARD,
-    ATTR_SEQUENCE,
-    ATTR_STATUS,
-    ATTR_SUBJECT,
     DEFAULT_PENDING_SHARDS,
     OUTBOX_SK_PREFIX,
 )
@@ -87,7 +82,6 @@ from dynamodb_outbox.publishing import (
     PublisherDynamoDBClient,
     PublishResult,
     publish_outbox_items,
-    string_attribute,
 )
 from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
@@ -105,6 +99,13 @@ from dynamodb_outbox.settings import (
 )
 from dynamodb_outbox.sinks import Sink
 from dynamodb_outbox.stream_types import AttributeMap
+from dynamodb_outbox.subject_sequences import (
+    PendingSequences,
+    partition_of,
+    pending_sequences,
+    sequence_of,
+    subject_of,
+)
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
@@ -185,18 +186,6 @@ class SweepResult:
 # ------------------------------------------------------------------------- the run
 
 
-def _sequence_of(item: Mapping[str, Any]) -> int | None:
-    """The event's ``sequence`` from its outbox item's own attribute; None when it has none."""
-    value = item.get(ATTR_SEQUENCE)
-    text = value.get("N") if isinstance(value, Mapping) else None
-    if not isinstance(text, str):
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
 class _Sweep:
     def __init__(
         self,
@@ -234,7 +223,7 @@ class _Sweep:
         # [(sequence, sort key)] ascending), and the sort keys this run has sent
         # (or quarantined) or found gone.
         self._stopped_partitions: set[str] = set()
-        self._sequences: dict[str, dict[str, list[tuple[int, str]]]] = {}
+        self._sequences: dict[str, PendingSequences] = {}
         self._settled: set[str] = set()
         # Spread the budget over the shards (the hash spreads items evenly), so a
         # backlog costs about ``max_items`` keys read, not ``shards * max_items``.
@@ -362,7 +351,7 @@ class _Sweep:
     # -- order per subject (ordered sinks)
 
     def _partition(self, key: Mapping[str, Any]) -> str:
-        return json.dumps(key.get(self.table_keys.partition), sort_keys=True)
+        return partition_of(key, self.table_keys)
 
     def _in_sequence_order(self, items: list[AttributeMap]) -> list[AttributeMap]:
         """``items`` with each subject's sequenced events in sequence order, held ones left out.
@@ -373,8 +362,8 @@ class _Sweep:
         """
         groups: dict[tuple[str, str], list[int]] = {}
         for place, item in enumerate(items):
-            if _sequence_of(item) is not None:
-                subject = string_attribute(item, ATTR_SUBJECT) or ""
+            if sequence_of(item) is not None:
+                subject = subject_of(item) or ""
                 groups.setdefault((self._partition(item), subject), []).append(place)
         if not groups:
             return items
@@ -406,51 +395,16 @@ class _Sweep:
             self._settled.update(sort_key(item, self.table_keys) for item in taken)
         return [item for item in placed if item is not None]
 
-    def _pending_sequences(
-        self, item: Mapping[str, Any], partition: str
-    ) -> dict[str, list[tuple[int, str]]]:
-        """The partition's pending sequenced events: subject -> ascending (sequence, sk)."""
+    def _pending_sequences(self, item: Mapping[str, Any], partition: str) -> PendingSequences:
+        """The partition's pending sequenced events (read once per run)."""
         known = self._sequences.get(partition)
-        if known is not None:
-            return known
-        partition_name, sort_name = self.table_keys.names
-        request: dict[str, Any] = {
-            "TableName": self.table_name,
-            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :outbox)",
-            "ExpressionAttributeNames": {
-                "#pk": partition_name,
-                "#sk": sort_name,
-                "#subject": ATTR_SUBJECT,
-                "#sequence": ATTR_SEQUENCE,
-                "#status": ATTR_STATUS,
-                "#shard": ATTR_PENDING_SHARD,
-            },
-            "ExpressionAttributeValues": {
-                ":pk": item[partition_name],
-                ":outbox": {"S": OUTBOX_SK_PREFIX},
-            },
-            # Select is what the role's dynamodb:Select condition checks (sweeper.tf).
-            "ProjectionExpression": "#sk, #subject, #sequence, #status, #shard",
-            "Select": "SPECIFIC_ATTRIBUTES",
-            "ConsistentRead": True,
-        }
-        found: dict[str, list[tuple[int, str]]] = {}
-        while True:
-            self.result.partition_queries += 1
-            page = self.dynamodb.query(**request)
-            for row in page.get("Items") or []:
-                sequence = _sequence_of(row)
-                subject = string_attribute(row, ATTR_SUBJECT)
-                if sequence is not None and subject is not None and is_pending(row):
-                    found.setdefault(subject, []).append((sequence, sort_key(row, self.table_keys)))
-            last = page.get("LastEvaluatedKey")
-            if not last:
-                break
-            request["ExclusiveStartKey"] = last
-        for entries in found.values():
-            entries.sort()
-        self._sequences[partition] = found
-        return found
+        if known is None:
+            known, calls = pending_sequences(
+                self.dynamodb, self.table_name, item[self.table_keys.partition], self.table_keys
+            )
+            self.result.partition_queries += calls
+            self._sequences[partition] = known
+        return known
 
     # -- the run
 

@@ -1039,7 +1039,7 @@ run "ec2_and_lambda_alarm_actions_are_accepted" {
 }
 
 
-run "sweeper_on_the_ordered_path_may_query_a_partitions_pending_sequences_only" {
+run "publisher_and_sweeper_on_the_ordered_path_may_query_a_partitions_pending_sequences_only" {
   command = plan
 
   variables {
@@ -1053,23 +1053,27 @@ run "sweeper_on_the_ordered_path_may_query_a_partitions_pending_sequences_only" 
   }
 
   assert {
-    condition = (
-      one([for s in data.aws_iam_policy_document.sweeper[0].statement : s.actions if s.sid == "QueryPendingSequences"]) == toset(["dynamodb:Query"])
-      && one([for s in data.aws_iam_policy_document.sweeper[0].statement : s.resources if s.sid == "QueryPendingSequences"]) == toset([local.table_arn])
-      && { for c in one([for s in data.aws_iam_policy_document.sweeper[0].statement : s.condition if s.sid == "QueryPendingSequences"]) : c.variable => [c.test, toset(c.values)] } == {
-        "dynamodb:Attributes" = ["ForAllValues:StringEquals", toset(["PK", "SK", "outbox_subject", "outbox_sequence", "outbox_status", "outbox_pending_shard"])]
-        "dynamodb:Select"     = ["StringEqualsIfExists", toset(["SPECIFIC_ATTRIBUTES"])]
-      }
-    )
-    error_message = "On the ordered path the sweeper may Query the table for the keys and the sequence attributes only (sweeper.py, _pending_sequences)."
+    condition = alltrue([
+      for statements in [data.aws_iam_policy_document.sweeper[0].statement, data.aws_iam_policy_document.publisher.statement] : (
+        one([for s in statements : s.actions if s.sid == "QueryPendingSequences"]) == toset(["dynamodb:Query"])
+        && one([for s in statements : s.resources if s.sid == "QueryPendingSequences"]) == toset([local.table_arn])
+        && { for c in one([for s in statements : s.condition if s.sid == "QueryPendingSequences"]) : c.variable => [c.test, toset(c.values)] } == {
+          "dynamodb:Attributes" = ["ForAllValues:StringEquals", toset(["PK", "SK", "outbox_subject", "outbox_sequence", "outbox_status", "outbox_pending_shard"])]
+          "dynamodb:Select"     = ["StringEqualsIfExists", toset(["SPECIFIC_ATTRIBUTES"])]
+        }
+      )
+    ])
+    error_message = "On the ordered path the publisher and the sweeper may Query the table for the keys and the sequence attributes only (subject_sequences.py)."
   }
 }
 
-run "sweeper_off_the_ordered_path_has_no_query_on_the_table" {
+run "publisher_and_sweeper_off_the_ordered_path_have_no_query_on_the_table" {
   command = plan
 
   assert {
-    condition     = length([for s in data.aws_iam_policy_document.sweeper[0].statement : s if s.sid == "QueryPendingSequences"]) == 0
-    error_message = "Without publish_to = \"sns_fifo\" the sweeper reads no partition of the table."
+    condition = length([
+      for s in concat(data.aws_iam_policy_document.sweeper[0].statement, data.aws_iam_policy_document.publisher.statement) : s if s.sid == "QueryPendingSequences"
+    ]) == 0
+    error_message = "Without publish_to = \"sns_fifo\" neither the publisher nor the sweeper reads a partition of the table."
   }
 }
