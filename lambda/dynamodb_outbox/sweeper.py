@@ -37,8 +37,9 @@ The rules, and why:
   their subject stops at the first lower sequence still pending in the table
   that this run cannot send first: unread, not old enough by its id, or not
   reached. One consistent ``Query`` per partition that has such events finds
-  them (keys and two small attributes, never the envelopes). Publication
-  failures already stop the run (above).
+  them (:mod:`dynamodb_outbox.subject_sequences`: keys and four small
+  attributes, never the envelopes). Publication failures already stop the run
+  (above).
 """
 
 from __future__ import annotations
@@ -362,8 +363,8 @@ class _Sweep:
         """
         groups: dict[tuple[str, str], list[int]] = {}
         for place, item in enumerate(items):
-            if sequence_of(item) is not None:
-                subject = subject_of(item) or ""
+            subject = subject_of(item)
+            if sequence_of(item) is not None and subject is not None:
                 groups.setdefault((self._partition(item), subject), []).append(place)
         if not groups:
             return items

@@ -263,3 +263,20 @@ def test_the_partition_query_names_only_what_the_sweeper_role_may_read(
         assert set(query["ExpressionAttributeNames"].values()) <= allowed
         assert query["Select"] == "SPECIFIC_ATTRIBUTES"
         assert query["ConsistentRead"] is True
+
+
+def test_an_item_with_a_sequence_but_no_subject_attribute_is_swept_as_unsequenced(
+    outbox_table: OutboxTable, sns_fifo_topic: SnsTopic
+) -> None:
+    # Not what the writer makes; such an item must not be held forever
+    envelope = put_event(outbox_table, "OrderCreated", OLD, sequence=7)
+    outbox_table.client.update_item(
+        TableName=outbox_table.name,
+        Key={"PK": {"S": PK}, "SK": {"S": envelope.outbox_sk}},
+        UpdateExpression="REMOVE outbox_subject",
+    )
+
+    result = run_sweep(outbox_table, fifo(sns_fifo_topic))
+
+    assert delivered_types(sns_fifo_topic) == ["OrderCreated"]
+    assert (result.held, result.partition_queries) == (0, 0)
