@@ -137,6 +137,11 @@ locals {
     OUTBOX_SORT_KEY      = local.sort_key
   }
   quarantine_attributes = ["outbox_status", "quarantine_reason", "quarantined_at", "outbox_pending_shard"]
+  # What the publisher and sweeper may read of a partition on the ordered path,
+  # besides the keys (publisher.tf, sweeper.tf; QUERY_ATTRIBUTES in
+  # lambda/dynamodb_outbox/subject_sequences.py; tests/functional/test_sweeper_ordered.py
+  # holds the code to this list).
+  sequence_query_attributes = ["outbox_subject", "outbox_sequence", "outbox_status", "outbox_pending_shard"]
 }
 
 ################################################################################

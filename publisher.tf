@@ -112,6 +112,31 @@ data "aws_iam_policy_document" "publisher" {
     }
   }
 
+  # On the ordered path only: the pending sequences of a partition whose events
+  # carry a sequence, to leave an event behind a lower pending one to the
+  # sweeper (lambda/dynamodb_outbox/subject_sequences.py): keys and
+  # local.sequence_query_attributes, never the envelopes.
+  dynamic "statement" {
+    for_each = var.publish_to == "sns_fifo" ? [1] : []
+    content {
+      sid       = "QueryPendingSequences"
+      actions   = ["dynamodb:Query"]
+      resources = [local.table_arn]
+
+      condition {
+        test     = "ForAllValues:StringEquals"
+        variable = "dynamodb:Attributes"
+        values   = concat(local.outbox_key_attributes, local.sequence_query_attributes)
+      }
+
+      condition {
+        test     = "StringEqualsIfExists"
+        variable = "dynamodb:Select"
+        values   = ["SPECIFIC_ATTRIBUTES"]
+      }
+    }
+  }
+
   # events:PutEvents on the bus, or sns:Publish on the topic (publish_to).
   statement {
     sid       = "PublishEvents"

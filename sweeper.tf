@@ -59,11 +59,35 @@ data "aws_iam_policy_document" "sweeper" {
   count = local.sweeper_enabled ? 1 : 0
 
   # Pending items are found on the sparse index only: Query on the index ARN,
-  # nothing on the table's own key space, and no Scan anywhere.
+  # and no Scan anywhere.
   statement {
     sid       = "QueryPendingIndex"
     actions   = ["dynamodb:Query"]
     resources = ["${local.table_arn}/index/${local.pending_index_name}"]
+  }
+
+  # On the ordered path only: the pending sequences of a partition whose events
+  # carry a sequence (lambda/dynamodb_outbox/subject_sequences.py), keys and the attributes
+  # of local.sequence_query_attributes, never the envelopes.
+  dynamic "statement" {
+    for_each = var.publish_to == "sns_fifo" ? [1] : []
+    content {
+      sid       = "QueryPendingSequences"
+      actions   = ["dynamodb:Query"]
+      resources = [local.table_arn]
+
+      condition {
+        test     = "ForAllValues:StringEquals"
+        variable = "dynamodb:Attributes"
+        values   = concat(local.outbox_key_attributes, local.sequence_query_attributes)
+      }
+
+      condition {
+        test     = "StringEqualsIfExists"
+        variable = "dynamodb:Select"
+        values   = ["SPECIFIC_ATTRIBUTES"]
+      }
+    }
   }
 
   # Re-read pending items by key (consistent BatchGetItem). Not narrowed: the

@@ -24,16 +24,18 @@ An event the table's sink would never accept (too large for it, a field it
 refuses) is refused too, by the sink's own rules (:mod:`dynamodb_outbox.sinks`,
 chosen with ``publish_to``): committed, it could only be quarantined.
 
-Which events reach consumers in the order they were written: with
-``publish_to = "sns_fifo"`` (the ordered path), two events are delivered in
-write order when they have the same partition key (the entity's ``PK``: the
-stream keeps one partition's records in order with a parallelization factor of
-1) AND the same envelope ``subject`` (the FIFO message group). Give every event
-of an aggregate the aggregate's key as ``PK`` and its id as ``subject``. AWS
-documents no order among the stream records of one transaction: two events of
-an aggregate that must stay ordered go in two transactions, one after the
-other. Nothing else is ordered: not two subjects, not two partition keys, and nothing
-on the ``eventbridge`` and ``sns`` paths (README, "Guarantees").
+Which events reach consumers in order: with ``publish_to = "sns_fifo"`` (the
+ordered path), the events of one envelope ``subject`` (the FIFO message group)
+that carry a ``sequence`` go out in ``sequence`` order, and a consumer's
+:class:`~dynamodb_outbox.sequence_check.SequenceTracker` reports a gap or a
+reordering. Take the sequence from the aggregate's version, set in the same
+transaction with a condition on the previous one, so sequence order is commit
+order. Without a sequence, order is best effort: the stream's order for one
+partition key (AWS orders stream records per item only, and every event is an
+item of its own) and id order in the sweeper. Give every event of an aggregate
+the aggregate's key as ``PK`` and its id as ``subject``. Nothing else is
+ordered: not two subjects, and nothing on the ``eventbridge`` and ``sns`` paths
+(README, "Guarantees"; docs/decisions.md, "What "in order per subject" means").
 
 This module ships to application code (Lambda layer): it imports only the
 standard library, boto3/botocore, python-ulid, the envelope and sink rules and
@@ -546,6 +548,7 @@ class OutboxWriter:
         default: JsonDefault | None = None,
         event_id: str | None = None,
         time: datetime | str | None = None,
+        sequence: int | None = None,
     ) -> Envelope:
         """An envelope about ``entity`` (an entity item or its partition key), with a fresh ULID.
 
@@ -578,6 +581,14 @@ class OutboxWriter:
         same event. ``time`` (an aware ``datetime`` or ISO 8601 text) defaults
         to the id's own time when ``event_id`` is given, so a retry is the same
         request byte for byte (what ``client_request_token`` needs).
+
+        ``sequence`` (an integer from 1) is the event's place among its
+        subject's events, carried as the envelope's ``sequence`` extension: on
+        the ordered path the sweeper sends a subject's events in that order and
+        the consumer toolkit can tell a gap or a reordering
+        (:mod:`dynamodb_outbox.sequence_check`). Take it from the aggregate's
+        version in the same transaction (the new version, with a ``condition``
+        on the old one), so that sequence order is commit order.
         """
         partition_key = self.table_keys.partition
         pk = entity if isinstance(entity, str) else entity.get(partition_key)
@@ -614,6 +625,7 @@ class OutboxWriter:
                 tracestate=trace.tracestate if trace else None,
                 id=event_id,
                 time=time_text,
+                sequence=sequence,
             )
         except (InvalidEnvelope, PayloadNotEncodable) as exc:
             raise InvalidWrite(str(exc)) from exc
@@ -722,6 +734,7 @@ class OutboxWriter:
             )
         for position, envelope in enumerate(envelopes):
             actions.append(self._event_action(pk, envelope, len(actions), position))
+        _check_sequences(envelopes)
         for position, raw in enumerate(extra_actions):
             actions.append(self._extra_action(raw, len(actions), position))
         _check_limits(actions)
@@ -911,6 +924,20 @@ class OutboxWriter:
 
 
 # ------------------------------------------------------------------------- checks
+
+
+def _check_sequences(envelopes: Sequence[Envelope]) -> None:
+    """Two events of one subject in one write never share a ``sequence``."""
+    seen: dict[tuple[str, int], int] = {}
+    for position, envelope in enumerate(envelopes):
+        if envelope.sequence is None:
+            continue
+        earlier = seen.setdefault((envelope.subject, envelope.sequence), position)
+        if earlier != position:
+            raise InvalidWrite(
+                f"events #{earlier} and #{position} of subject {_short(envelope.subject)} both "
+                f"carry sequence {envelope.sequence}: a subject's sequence numbers must differ"
+            )
 
 
 def _check_limits(actions: Sequence[_Action]) -> None:

@@ -1038,3 +1038,42 @@ run "ec2_and_lambda_alarm_actions_are_accepted" {
   }
 }
 
+
+run "publisher_and_sweeper_on_the_ordered_path_may_query_a_partitions_pending_sequences_only" {
+  command = plan
+
+  variables {
+    publish_to = "sns_fifo"
+  }
+
+  override_resource {
+    target          = aws_sns_topic.this[0]
+    override_during = plan
+    values          = { arn = "arn:aws:sns:eu-west-1:111122223333:orders-outbox.fifo" }
+  }
+
+  assert {
+    condition = alltrue([
+      for statements in [data.aws_iam_policy_document.sweeper[0].statement, data.aws_iam_policy_document.publisher.statement] : (
+        one([for s in statements : s.actions if s.sid == "QueryPendingSequences"]) == toset(["dynamodb:Query"])
+        && one([for s in statements : s.resources if s.sid == "QueryPendingSequences"]) == toset([local.table_arn])
+        && { for c in one([for s in statements : s.condition if s.sid == "QueryPendingSequences"]) : c.variable => [c.test, toset(c.values)] } == {
+          "dynamodb:Attributes" = ["ForAllValues:StringEquals", toset(["PK", "SK", "outbox_subject", "outbox_sequence", "outbox_status", "outbox_pending_shard"])]
+          "dynamodb:Select"     = ["StringEqualsIfExists", toset(["SPECIFIC_ATTRIBUTES"])]
+        }
+      )
+    ])
+    error_message = "On the ordered path the publisher and the sweeper may Query the table for the keys and the sequence attributes only (subject_sequences.py)."
+  }
+}
+
+run "publisher_and_sweeper_off_the_ordered_path_have_no_query_on_the_table" {
+  command = plan
+
+  assert {
+    condition = length([
+      for s in concat(data.aws_iam_policy_document.sweeper[0].statement, data.aws_iam_policy_document.publisher.statement) : s if s.sid == "QueryPendingSequences"
+    ]) == 0
+    error_message = "Without publish_to = \"sns_fifo\" neither the publisher nor the sweeper reads a partition of the table."
+  }
+}
