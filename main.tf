@@ -10,10 +10,12 @@ locals {
   # The provider's region. hashicorp/aws 6.x gives the data source a `region`
   # attribute and deprecates `name` (6.0) and `id` (6.47.0,
   # hashicorp/terraform-provider-aws#48036); 5.x has no `region`. lookup() reads
-  # an attribute without a static reference, so 5.x does not fail on `region`
-  # and 6.x warns about neither fallback. `id` is the region on every version.
+  # an attribute without a static reference, so 5.x does not fail on `region`.
+  # A conditional, not coalesce(): coalesce() carries the marks of every
+  # argument to its result, so `id`'s deprecation mark would reach every ARN
+  # built from the region on 6.x; a conditional keeps the chosen branch's only.
   region_from_6x = lookup(data.aws_region.current, "region", null)
-  region_name    = coalesce(local.region_from_6x, lookup(data.aws_region.current, "id", null))
+  region_name    = local.region_from_6x != null ? local.region_from_6x : lookup(data.aws_region.current, "id", null)
 
   # hashicorp/aws 6.x, told by the `region` attribute only it has.
   provider_is_6x = local.region_from_6x != null

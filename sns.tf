@@ -29,13 +29,34 @@ locals {
   # holds the two lists together). A consumer's filter_policy may filter on these only.
   sns_message_attributes = ["event_type", "source"]
 
-  # Per consumer, the keys of its filter policy that are not message attributes:
-  # top-level keys, and those of each "$or" alternative (SNS's OR operator).
+  # Per consumer, the keys of its filter policy that are not message attributes,
+  # at every level of SNS's "$or" operator (an alternative may hold an "$or"
+  # of its own). Terraform has no recursion: four levels are read, and a
+  # policy nested deeper is refused with its own message.
+  consumer_filter_policies = {
+    for key, c in var.consumers : key => try(jsondecode(c.filter_policy), {}) if c.filter_policy != null
+  }
+  consumer_filter_policy_levels = {
+    for key, policy in local.consumer_filter_policies : key => [
+      [policy],
+      [for a in try(policy["$or"], []) : a],
+      flatten([for a in try(policy["$or"], []) : try(a["$or"], [])]),
+      flatten([for a in try(policy["$or"], []) : [for b in try(a["$or"], []) : try(b["$or"], [])]]),
+    ]
+  }
   consumer_filter_policy_unknown_keys = {
-    for key, c in var.consumers : key => sort(distinct(concat(
-      [for k in try(keys(jsondecode(c.filter_policy)), []) : k if k != "$or" && !contains(local.sns_message_attributes, k)],
-      flatten([for alternative in try(jsondecode(c.filter_policy)["$or"], []) : [for k in try(keys(alternative), []) : k if !contains(local.sns_message_attributes, k)]]),
-    ))) if c.filter_policy != null
+    for key, levels in local.consumer_filter_policy_levels : key => sort(distinct(flatten([
+      for level in levels : [
+        for alternative in level : [
+          for k in try(keys(alternative), []) : k if k != "$or" && !contains(local.sns_message_attributes, k)
+        ]
+      ]
+    ])))
+  }
+  consumer_filter_policy_too_deep = {
+    for key, levels in local.consumer_filter_policy_levels : key => anytrue([
+      for alternative in levels[3] : contains(try(keys(alternative), []), "$or")
+    ])
   }
 }
 
@@ -92,6 +113,10 @@ resource "aws_sns_topic_subscription" "consumer" {
     precondition {
       condition     = length(local.consumer_filter_policy_unknown_keys[each.key]) == 0
       error_message = "Consumer ${each.key}'s filter_policy filters on ${join(", ", formatlist("\"%s\"", local.consumer_filter_policy_unknown_keys[each.key]))}, which no message has: the filter policy applies to message attributes, and the publisher sets only ${join(" and ", local.sns_message_attributes)} (the envelope's type and source), e.g. jsonencode({ event_type = [\"OrderCreated\"] })."
+    }
+    precondition {
+      condition     = !local.consumer_filter_policy_too_deep[each.key]
+      error_message = "Consumer ${each.key}'s filter_policy nests \"$or\" more than four levels deep, which the module cannot check against the message attributes (${join(" and ", local.sns_message_attributes)}): flatten it."
     }
   }
 }

@@ -10,7 +10,10 @@
   ``lambda/dynamodb_outbox/__init__.py`` (the one source: ``lambda/pyproject.toml``
   reads it, see :func:`version_statements`), the README usage block's
   ``version = "~> MAJOR.MINOR"`` pin;
-- a CHANGELOG.md without the section ``## [X.Y.Z] - YYYY-MM-DD``.
+- a deployment zip in ``package/`` (what the module deploys) built from
+  another ``__version__``: rebuild it with ``make package`` first;
+- a CHANGELOG.md without the section ``## [X.Y.Z] - YYYY-MM-DD``, or dated
+  after today.
 
 Then it creates the annotated tag ``vX.Y.Z`` on HEAD and prints the push
 command; it never pushes. Standard library only, so it runs without the venv.
@@ -25,6 +28,7 @@ import re
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +37,11 @@ INIT_PY = Path("lambda/dynamodb_outbox/__init__.py")
 PYPROJECT = Path("lambda/pyproject.toml")
 README = Path("README.md")
 CHANGELOG = Path("CHANGELOG.md")
+# The zips the module deploys, and where each holds the package's __init__.py.
+PACKAGE_ZIPS = {
+    Path("package/dynamodb_outbox.zip"): "dynamodb_outbox/__init__.py",
+    Path("package/dynamodb_outbox_layer.zip"): "python/dynamodb_outbox/__init__.py",
+}
 
 # What pyproject.toml must say so that the package's version is __version__.
 PYPROJECT_VERSION_ATTR = "dynamodb_outbox.__version__"
@@ -48,14 +57,29 @@ class ReleaseError(Exception):
 
 def package_version(root: Path) -> str:
     """``__version__`` of the package: the one source of the version."""
-    tree = ast.parse((root / INIT_PY).read_text(encoding="utf-8"))
+    return _literal_version((root / INIT_PY).read_text(encoding="utf-8"), str(INIT_PY))
+
+
+def _literal_version(source: str, where: str) -> str:
+    tree = ast.parse(source)
     for node in tree.body:
         if isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             named = any(isinstance(t, ast.Name) and t.id == "__version__" for t in targets)
             if named and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
                 return node.value.value
-    raise ReleaseError(f'{INIT_PY} has no literal __version__ = "x.y.z"')
+    raise ReleaseError(f'{where} has no literal __version__ = "x.y.z"')
+
+
+def zip_versions(root: Path) -> dict[str, str]:
+    """``__version__`` as built into each deployment zip that exists."""
+    versions = {}
+    for archive, member in PACKAGE_ZIPS.items():
+        if (root / archive).exists():
+            with zipfile.ZipFile(root / archive) as opened:
+                source = opened.read(member).decode("utf-8")
+            versions[str(archive)] = _literal_version(source, f"{archive}:{member}")
+    return versions
 
 
 def pyproject_version_source(root: Path) -> str:
@@ -99,6 +123,11 @@ def disagreements(root: Path, version: str) -> list[str]:
             f"{PYPROJECT}: the version must be dynamic, read from {PYPROJECT_VERSION_ATTR} "
             f"([tool.setuptools.dynamic] version = {{attr = ...}}), not {pyproject!r}"
         )
+    for archive, built in zip_versions(root).items():
+        if built != version:
+            problems.append(
+                f"{archive} was built from __version__ {built!r}: rebuild it (make package)"
+            )
     major_minor = ".".join(version.split(".")[:2])
     pin = readme_pin(root)
     if pin != major_minor:
@@ -108,8 +137,11 @@ def disagreements(root: Path, version: str) -> list[str]:
             else f'{README}: no usage block pin version = "~> {major_minor}"'
         )
     try:
-        if changelog_section_date(root, version) is None:
+        dated = changelog_section_date(root, version)
+        if dated is None:
             problems.append(f"{CHANGELOG}: no section ## [{version}] - YYYY-MM-DD")
+        elif datetime.date.fromisoformat(dated) > datetime.date.today():
+            problems.append(f"{CHANGELOG}: the [{version}] section is dated {dated}, after today")
     except ValueError as error:
         problems.append(f"{CHANGELOG}: the [{version}] section's date is not a date ({error})")
     return problems

@@ -338,6 +338,40 @@ run "a_filter_policy_with_an_unknown_key_inside_or_is_refused" {
   expect_failures = [aws_sns_topic_subscription.consumer["audit"]]
 }
 
+run "a_nested_or_on_the_publishers_attributes_plans" {
+  command = plan
+
+  variables {
+    publish_to = "sns"
+    consumers = {
+      audit = { filter_policy = "{\"source\":[\"orders\"],\"$or\":[{\"event_type\":[\"A\"]},{\"source\":[\"x\"],\"$or\":[{\"event_type\":[\"B\"]},{\"event_type\":[\"C\"]}]}]}" }
+    }
+  }
+
+  assert {
+    condition     = length(local.consumer_filter_policy_unknown_keys["audit"]) == 0 && !local.consumer_filter_policy_too_deep["audit"]
+    error_message = "A $or inside a $or alternative is SNS's OR operator, not an attribute."
+  }
+}
+
+run "an_unknown_key_in_a_nested_or_is_refused" {
+  command = plan
+
+  variables {
+    publish_to = "sns"
+    consumers = {
+      audit = { filter_policy = "{\"$or\":[{\"event_type\":[\"A\"]},{\"source\":[\"x\"],\"$or\":[{\"event_type\":[\"B\"]},{\"detail-type\":[\"C\"]}]}]}" }
+    }
+  }
+
+  assert {
+    condition     = local.consumer_filter_policy_unknown_keys["audit"] == tolist(["detail-type"])
+    error_message = "The keys of a nested $or alternative are checked too."
+  }
+
+  expect_failures = [aws_sns_topic_subscription.consumer["audit"]]
+}
+
 ################################################################################
 # Keys and functions of another region
 ################################################################################

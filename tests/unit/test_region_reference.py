@@ -32,3 +32,13 @@ def test_the_region_is_looked_up_from_region_then_id() -> None:
 
     assert 'lookup(data.aws_region.current, "region", null)' in main
     assert 'lookup(data.aws_region.current, "id", null)' in main
+
+
+def test_the_region_is_chosen_by_a_conditional_not_coalesce() -> None:
+    # coalesce() puts the marks of all its arguments on its result, so the
+    # deprecated `id` would mark every ARN built from the region on 6.47+.
+    main = (REPO_ROOT / "main.tf").read_text(encoding="utf-8")
+    (definition,) = [line for line in main.splitlines() if line.strip().startswith("region_name ")]
+
+    assert "coalesce" not in definition
+    assert "local.region_from_6x != null ? local.region_from_6x :" in definition

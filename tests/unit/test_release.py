@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,7 @@ def make_repo(
     pin: str = "0.2",
     changelog_version: str = "0.2.0",
     date: str = "2026-12-04",
+    commit: bool = True,
 ) -> Path:
     files = {
         "lambda/dynamodb_outbox/__init__.py": INIT.format(version=version),
@@ -68,9 +70,14 @@ def make_repo(
         (path / name).parent.mkdir(parents=True, exist_ok=True)
         (path / name).write_text(text, encoding="utf-8")
     git(path, "init", "-q", "-b", "main")
+    if commit:
+        globals()["commit"](path)
+    return path
+
+
+def commit(path: Path) -> None:
     git(path, "-c", "user.name=t", "-c", "user.email=t@example.com", "add", ".")
     git(path, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init")
-    return path
 
 
 def tags(repo: Path) -> list[str]:
@@ -153,6 +160,32 @@ def test_a_changelog_section_not_yet_dated_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ReleaseError, match=r"no section ## \[0.2.0\]"):
         release.release(repo, "0.2.0")
+
+
+def test_a_deployment_zip_built_from_another_version_is_refused(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, commit=False)
+    (repo / "package").mkdir()
+    for name, member, built in (
+        ("dynamodb_outbox.zip", "dynamodb_outbox/__init__.py", "0.2.0"),
+        ("dynamodb_outbox_layer.zip", "python/dynamodb_outbox/__init__.py", "0.1.0"),
+    ):
+        with zipfile.ZipFile(repo / "package" / name, "w") as archive:
+            archive.writestr(member, INIT.format(version=built))
+    commit(repo)
+
+    with pytest.raises(
+        ReleaseError, match=r"dynamodb_outbox_layer.zip was built from __version__ '0.1.0'"
+    ):
+        release.release(repo, "0.2.0")
+    assert tags(repo) == []
+
+
+def test_a_changelog_section_dated_in_the_future_is_refused(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, date="2999-01-01")
+
+    with pytest.raises(ReleaseError, match=r"dated 2999-01-01, after today"):
+        release.release(repo, "0.2.0")
+    assert tags(repo) == []
 
 
 def test_an_existing_tag_is_never_moved(tmp_path: Path) -> None:
