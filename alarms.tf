@@ -152,12 +152,12 @@ locals {
     {
       for key, dlq in aws_sqs_queue.consumer_dlq : "consumer_dlq_age/${key}" => {
         name               = "${local.consumer_names[key]}-dlq-age"
-        description        = "The oldest message in ${dlq.name} (the ${key} consumer's DLQ) is older than ${var.alarms.consumer_dlq_age_threshold_seconds} s; SQS deletes it when it reaches the queue's 14-day retention."
+        description        = "The oldest message in ${dlq.name} (the ${key} consumer's DLQ) has been there ${module.windows.consumer_dlq_age_threshold_seconds[key]} s; SQS deletes it ${module.windows.dlq_life_after_move_seconds[key]} s after the move at the earliest. Redrive it before (outbox-ops redrive): the consumer's idempotency window covers a redrive until then."
         namespace          = "AWS/SQS"
         metric_name        = "ApproximateAgeOfOldestMessage"
         statistic          = "Maximum"
         dimensions         = tomap({ QueueName = dlq.name })
-        threshold          = var.alarms.consumer_dlq_age_threshold_seconds
+        threshold          = module.windows.consumer_dlq_age_threshold_seconds[key]
         period             = var.alarms.period_seconds
         evaluation_periods = 1
         treat_missing_data = "notBreaching"

@@ -1,0 +1,176 @@
+"""One event over virtual days: every copy of it takes effect once, whatever day it comes.
+
+A copy of an event can reach a consumer long after the event first took effect:
+a redundant copy parked in the consumer's DLQ (a concurrent duplicate that
+failed as "in progress" until maxReceiveCount, say) and redriven by the runbook
+days later, or a replay from the bus's archive. The consumer toolkit
+(Powertools idempotency on DynamoDB, here moto) must still know the event then.
+
+The window is the one the module derives (modules/windows, evaluated by
+Terraform itself) for the module's default settings; the toolkit's and
+Powertools' clocks are moved over the days instead of waiting for them.
+Before the window was derived from every place a copy can come from, it was
+7 days and the copies redriven on days 8 and 13 took effect again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime, time, timedelta, timezone
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+from dynamodb_outbox.consumer import OutboxConsumer
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.local.clock import VirtualClock
+from dynamodb_outbox.replays import REPLAY_NAME_FIELD
+from tests.factories import REGION, make_envelope
+from tests.functional.consumer_fixtures import eventbridge_body, sqs_event, sqs_record
+from tests.functional.outbox_helpers import ulid_at
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
+from tests.terraform.tfhelpers import REPO_ROOT, describe, run_terraform
+
+DAY = 86400
+CONSUMER = "audit"
+
+# The module's defaults for one EventBridge consumer (variables.tf); the
+# terraform test tests/terraform/windows.tftest.hcl pins that the root module
+# passes these to modules/windows. Only the derivation is asked of Terraform.
+DEFAULT_SETTINGS = {
+    "publish_to": "eventbridge",
+    "consumers": {
+        CONSUMER: {"message_retention_seconds": 345600, "maximum_event_age_in_seconds": 86400}
+    },
+    "archive_retention_days": 7,
+    # sweeper.min_age_seconds + the rate(5 minutes) interval.
+    "sweeper_republish_seconds": 600,
+}
+
+#: Days (after the event first took effect) on which a copy arrives, and how.
+TIMELINE = [
+    (1, "redriven from the DLQ"),
+    (6, "redriven from the DLQ"),
+    (6, "replayed from the archive"),
+    (8, "redriven from the DLQ"),
+    (13, "redriven from the DLQ"),
+]
+
+_POWERTOOLS_CLOCKS = [
+    "aws_lambda_powertools.utilities.idempotency.base.dt",
+    "aws_lambda_powertools.utilities.idempotency.persistence.base.dt",
+    "aws_lambda_powertools.utilities.idempotency.persistence.dynamodb.dt",
+    "aws_lambda_powertools.utilities.idempotency.persistence.datarecord.dt",
+]
+
+
+def derived_window(settings: dict[str, Any], work: Path) -> int:
+    """The idempotency window modules/windows derives from ``settings``, by Terraform."""
+    config = {
+        "module": {"windows": {"source": str(REPO_ROOT / "modules" / "windows"), **settings}},
+        "output": {
+            "window": {
+                "value": f'${{module.windows.idempotency_expires_after_seconds["{CONSUMER}"]}}'
+            }
+        },
+    }
+    (work / "main.tf.json").write_text(json.dumps(config))
+    env = {"PATH": str(Path(shutil.which("terraform") or "terraform").parent), "HOME": str(work)}
+    env["TF_DATA_DIR"] = str(work / ".terraform")
+    for args in (
+        ["init", "-backend=false", "-input=false", "-no-color"],
+        ["apply", "-auto-approve", "-input=false", "-no-color"],
+    ):
+        result = run_terraform(args, cwd=work, env=env)
+        assert result.returncode == 0, describe(result)
+    output = run_terraform(["output", "-json", "window"], cwd=work, env=env)
+    assert output.returncode == 0, describe(output)
+    return int(json.loads(output.stdout))
+
+
+@pytest.fixture
+def module_window(tmp_path: Path) -> int:
+    if shutil.which("terraform") is None:
+        pytest.fail("terraform is not on PATH: the window is Terraform's to derive")
+    return derived_window(DEFAULT_SETTINGS, tmp_path)
+
+
+class _VirtualDatetime(datetime):
+    clock: VirtualClock
+
+    @classmethod
+    def now(cls, tz: timezone | None = None) -> Any:  # type: ignore[override]
+        moment = datetime.fromtimestamp(cls.clock.now(), tz or UTC)
+        return moment if tz else moment.astimezone().replace(tzinfo=None)
+
+
+@contextmanager
+def toolkit_clock(clock: VirtualClock) -> Iterator[VirtualClock]:
+    """Powertools' idempotency and the toolkit read ``clock`` instead of the wall clock."""
+    virtual = type("VirtualDatetime", (_VirtualDatetime,), {"clock": clock})
+    shim = types.SimpleNamespace(datetime=virtual, timedelta=timedelta, date=date, time=time)
+    with contextlib.ExitStack() as stack:
+        for target in _POWERTOOLS_CLOCKS:
+            stack.enter_context(mock.patch(target, shim))
+        stack.enter_context(
+            mock.patch("dynamodb_outbox.consumer.time", types.SimpleNamespace(time=clock.now))
+        )
+        yield clock
+
+
+def replayed_body(envelope: Envelope) -> str:
+    body = json.loads(eventbridge_body(envelope))
+    body[REPLAY_NAME_FIELD] = "replay.audit.0123456789abcdef"
+    return json.dumps(body)
+
+
+def run_timeline(window: int, aws: None) -> dict[str, list[int]]:
+    """Deliver the event on day 0 and its copies on the timeline's days; the days it took effect."""
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    create_idempotency_table(dynamodb)
+    clock = VirtualClock()
+    event = make_envelope(id=ulid_at(clock.now_datetime()))
+    consumer = OutboxConsumer(
+        persistence_store=DynamoDBPersistenceLayer(
+            table_name=IDEMPOTENCY_TABLE, boto3_client=dynamodb
+        ),
+        name=CONSUMER,
+        expires_after_seconds=window,
+    )
+    effects: dict[str, list[int]] = {}
+    start = clock.now()
+
+    @consumer.handler
+    def handler(envelope: Envelope) -> None:
+        effects.setdefault(envelope.id, []).append(round((clock.now() - start) / DAY))
+
+    with toolkit_clock(clock):
+        first = handler(sqs_event([sqs_record(eventbridge_body(event))]), FakeLambdaContext())
+        assert first == {"batchItemFailures": []}
+        for day, how in TIMELINE:
+            clock.advance_to(start + day * DAY)
+            body = replayed_body(event) if "replayed" in how else eventbridge_body(event)
+            response = handler(sqs_event([sqs_record(body)]), FakeLambdaContext())
+            assert response == {"batchItemFailures": []}, (day, how)
+    return effects
+
+
+def test_an_event_takes_effect_once_though_copies_come_on_days_1_6_8_and_13(
+    module_window: int, aws: None
+) -> None:
+    effects = run_timeline(module_window, aws)
+
+    assert list(effects.values()) == [[0]], (
+        f"with a {module_window / DAY:g}-day window the event took effect on days "
+        f"{next(iter(effects.values()))}; copies came on {TIMELINE}"
+    )
