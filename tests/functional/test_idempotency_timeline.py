@@ -174,3 +174,20 @@ def test_an_event_takes_effect_once_though_copies_come_on_days_1_6_8_and_13(
         f"with a {module_window / DAY:g}-day window the event took effect on days "
         f"{next(iter(effects.values()))}; copies came on {TIMELINE}"
     )
+
+
+def test_the_toolkit_keeps_the_window_the_module_puts_in_its_environment(
+    monkeypatch: pytest.MonkeyPatch, aws: None
+) -> None:
+    """A caller's own function given the `consumers` output's `environment` needs no code."""
+    monkeypatch.setenv("OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS", str(20 * DAY))
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+
+    consumer = OutboxConsumer(
+        persistence_store=DynamoDBPersistenceLayer(
+            table_name=IDEMPOTENCY_TABLE, boto3_client=dynamodb
+        ),
+        name=CONSUMER,
+    )
+
+    assert consumer.expires_after_seconds == 20 * DAY
