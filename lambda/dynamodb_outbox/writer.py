@@ -467,8 +467,9 @@ class OutboxWriter:
     client. Without it, a default client is created on first use, not at
     construction, so building a writer at import time costs nothing and needs
     no credentials; threads sharing the writer share that one client.
-    ``pending_shards`` must match the sweeper's setting (it spreads the
-    pending index over that many partitions).
+    ``pending_shards`` is not a setting: the pending index has
+    :data:`~dynamodb_outbox.envelope.DEFAULT_PENDING_SHARDS` shards, which the
+    sweeper reads, and any other value is refused (kept for callers that pass it).
     ``partition_key`` and ``sort_key`` name the table's key attributes (both
     strings), ``PK`` and ``SK`` by default: the module's ``table.partition_key``
     and ``table.sort_key``, which the publisher and sweeper get too. Outbox
@@ -497,8 +498,11 @@ class OutboxWriter:
             raise InvalidWrite("table_name must be a non-empty string")
         if isinstance(pending_shards, bool) or not isinstance(pending_shards, int):
             raise InvalidWrite("pending_shards must be an integer")
-        if not 1 <= pending_shards <= 100:
-            raise InvalidWrite(f"pending_shards must be between 1 and 100, got {pending_shards}")
+        if pending_shards != DEFAULT_PENDING_SHARDS:
+            raise InvalidWrite(
+                f"pending_shards must be {DEFAULT_PENDING_SHARDS}, the shards the sweeper reads, "
+                f"got {pending_shards}: items in other shards would never be swept"
+            )
         try:
             self.table_keys = TableKeys(partition_key, sort_key)
         except InvalidTableKeys as exc:
