@@ -12,6 +12,14 @@ output "table_arn" {
   value       = local.table_arn
 }
 
+output "writer_environment" {
+  description = "What the application's writer needs, as environment variables for `OutboxWriter.from_environment()`: the table (`OUTBOX_TABLE_NAME`), its key names (`OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY`) and the transport whose limits it enforces (`OUTBOX_PUBLISH_TO`), the values the publisher and the sweeper get."
+  value = merge(local.table_keys_environment, {
+    OUTBOX_TABLE_NAME = local.table_name
+    OUTBOX_PUBLISH_TO = var.publish_to
+  })
+}
+
 output "table_stream_arn" {
   description = "ARN of the table's stream the publisher reads."
   value       = local.table_stream_arn

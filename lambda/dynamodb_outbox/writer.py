@@ -46,6 +46,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import math
+import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -69,6 +70,12 @@ from dynamodb_outbox.envelope import (
 )
 from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
+from dynamodb_outbox.settings import (
+    ENV_PUBLISH_TO,
+    ENV_TABLE_NAME,
+    ConfigurationError,
+    table_keys_from_environment,
+)
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
 from dynamodb_outbox.table_keys import InvalidTableKeys, TableKeys
 from dynamodb_outbox.trace_context import TraceContext
@@ -521,6 +528,41 @@ class OutboxWriter:
             name: tuple(attrs) for name, attrs in (key_schemas or {}).items()
         }
         self._key_schemas[table_name] = self.table_keys.names
+
+    @classmethod
+    def from_environment(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        client: DynamoDBClient | None = None,
+        *,
+        source: str | None = None,
+        key_schemas: Mapping[str, Sequence[str]] | None = None,
+    ) -> OutboxWriter:
+        """A writer configured the way the module configured its publisher and sweeper.
+
+        Reads the variables of the module's ``writer_environment`` output
+        (``OUTBOX_TABLE_NAME``, ``OUTBOX_PUBLISH_TO``, ``OUTBOX_PARTITION_KEY``,
+        ``OUTBOX_SORT_KEY``): set that map on the producer function and the
+        table, its keys and its sink have one source, the module's inputs.
+        Raises :class:`InvalidWrite` naming a missing or bad variable.
+        """
+        environ = os.environ if environ is None else environ
+        table_name = environ.get(ENV_TABLE_NAME, "").strip()
+        if not table_name:
+            raise InvalidWrite(f"environment variable {ENV_TABLE_NAME} is not set")
+        try:
+            keys = table_keys_from_environment(environ)
+        except ConfigurationError as exc:
+            raise InvalidWrite(str(exc)) from None
+        return cls(
+            table_name,
+            client,
+            source=source,
+            key_schemas=key_schemas,
+            publish_to=environ.get(ENV_PUBLISH_TO, "").strip() or PUBLISH_TO_EVENTBRIDGE,
+            partition_key=keys.partition,
+            sort_key=keys.sort,
+        )
 
     @property
     def client(self) -> DynamoDBClient:

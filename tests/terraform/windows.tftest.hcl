@@ -226,3 +226,32 @@ run "an_explicit_dlq_age_threshold_before_the_deletion_is_kept" {
     error_message = "An explicit threshold that fires in time is kept."
   }
 }
+
+# One setting, one source: the writer's settings are the publisher's and the
+# sweeper's, taken from the same locals (OutboxWriter.from_environment reads them).
+run "the_writer_gets_the_table_keys_and_transport_the_publisher_and_sweeper_get" {
+  command = plan
+
+  variables {
+    table = { partition_key = "pk", sort_key = "sk" }
+  }
+
+  assert {
+    condition = output.writer_environment == {
+      OUTBOX_TABLE_NAME    = "orders-outbox"
+      OUTBOX_PARTITION_KEY = "pk"
+      OUTBOX_SORT_KEY      = "sk"
+      OUTBOX_PUBLISH_TO    = "eventbridge"
+    }
+    error_message = "writer_environment must name the table, its keys and the transport."
+  }
+
+  assert {
+    condition = alltrue([
+      for name, value in output.writer_environment :
+      aws_lambda_function.publisher.environment[0].variables[name] == value
+      && aws_lambda_function.sweeper[0].environment[0].variables[name] == value
+    ])
+    error_message = "The writer must get exactly what the publisher and the sweeper get."
+  }
+}

@@ -29,6 +29,7 @@ from dynamodb_outbox.envelope import (
     outbox_item,
     pending_shard,
 )
+from dynamodb_outbox.sinks import rules_for
 from dynamodb_outbox.writer import (
     MAX_ITEM_BYTES,
     MAX_TRANSACTION_ACTIONS,
@@ -1054,3 +1055,37 @@ def test_importing_the_writer_loads_no_heavy_dependency() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(output) == []
+
+
+# ------------------------------------------------------------------------ settings
+
+
+def test_a_writer_from_the_modules_writer_environment_has_its_table_keys_and_sink() -> None:
+    writer = OutboxWriter.from_environment(
+        {
+            "OUTBOX_TABLE_NAME": "orders-outbox",
+            "OUTBOX_PARTITION_KEY": "pk",
+            "OUTBOX_SORT_KEY": "sk",
+            "OUTBOX_PUBLISH_TO": "sns_fifo",
+        },
+        RecordingClient(),
+    )
+
+    assert writer.table_name == "orders-outbox"
+    assert writer.table_keys.names == ("pk", "sk")
+    assert writer.sink_rules is rules_for("sns_fifo")
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({}, "OUTBOX_TABLE_NAME"),
+        ({"OUTBOX_TABLE_NAME": "t", "OUTBOX_PUBLISH_TO": "kinesis"}, "kinesis"),
+        ({"OUTBOX_TABLE_NAME": "t", "OUTBOX_PARTITION_KEY": "envelope"}, "OUTBOX_PARTITION_KEY"),
+    ],
+)
+def test_a_writer_environment_missing_or_wrong_is_refused_naming_it(
+    environ: dict[str, str], named: str
+) -> None:
+    with pytest.raises(InvalidWrite, match=named):
+        OutboxWriter.from_environment(environ, RecordingClient())
