@@ -225,10 +225,6 @@ resource "aws_sqs_queue" "consumer_dlq" {
       condition     = module.windows.idempotency_expires_after_seconds[each.key] >= module.windows.minimum_idempotency_seconds[each.key]
       error_message = "consumers[\"${each.key}\"].idempotency_expires_after_seconds is ${module.windows.idempotency_expires_after_seconds[each.key]} s, shorter than a copy of an event can still reach its function: ${module.windows.minimum_idempotency_seconds[each.key]} s, from message_retention_seconds (${each.value.message_retention_seconds}, counted twice: a copy redriven from the DLQ is a new message), the DLQ's ${module.windows.dlq_retention_seconds} s, ${var.publish_to == "eventbridge" ? "maximum_event_age_in_seconds (${each.value.maximum_event_age_in_seconds})" : "SNS's 23 days of delivery retries"}, the stream's 24 h or the sweeper's republish, and event_archive.retention_days. A copy arriving after its record expired takes effect twice. Raise it, or leave it null to derive it (docs/seams.md, Windows)."
     }
-    precondition {
-      condition     = module.windows.consumer_dlq_age_threshold_seconds[each.key] < module.windows.dlq_life_after_move_seconds[each.key] || module.windows.dlq_life_after_move_seconds[each.key] == 0
-      error_message = "alarms.consumer_dlq_age_threshold_seconds (${module.windows.consumer_dlq_age_threshold_seconds[each.key]} s) does not fire before SQS deletes a message from the ${each.key} consumer's DLQ: a message moved there after waiting its queue's message_retention_seconds (${each.value.message_retention_seconds}) is kept ${module.windows.dlq_life_after_move_seconds[each.key]} s more (a standard DLQ counts retention from the first enqueue). Lower the threshold, or leave it null to derive it (docs/seams.md, Windows)."
-    }
     postcondition {
       condition     = self.arn == local.consumer_dlq_arns[each.key]
       error_message = "The DLQ's ARN is ${self.arn}, not the ${local.consumer_dlq_arns[each.key]} its policies were given."

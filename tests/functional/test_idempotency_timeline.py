@@ -15,16 +15,10 @@ Before the window was derived from every place a copy can come from, it was
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
-import types
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, date, datetime, time, timedelta, timezone
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import boto3
 import pytest
@@ -33,6 +27,7 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from dynamodb_outbox.consumer import OutboxConsumer
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.local.clock import VirtualClock
+from dynamodb_outbox.local.toolkit_clock import toolkit_follows
 from dynamodb_outbox.replays import REPLAY_NAME_FIELD
 from tests.factories import REGION, make_envelope
 from tests.functional.consumer_fixtures import eventbridge_body, sqs_event, sqs_record
@@ -64,13 +59,6 @@ TIMELINE = [
     (6, "replayed from the archive"),
     (8, "redriven from the DLQ"),
     (13, "redriven from the DLQ"),
-]
-
-_POWERTOOLS_CLOCKS = [
-    "aws_lambda_powertools.utilities.idempotency.base.dt",
-    "aws_lambda_powertools.utilities.idempotency.persistence.base.dt",
-    "aws_lambda_powertools.utilities.idempotency.persistence.dynamodb.dt",
-    "aws_lambda_powertools.utilities.idempotency.persistence.datarecord.dt",
 ]
 
 
@@ -105,29 +93,6 @@ def module_window(tmp_path: Path) -> int:
     return derived_window(DEFAULT_SETTINGS, tmp_path)
 
 
-class _VirtualDatetime(datetime):
-    clock: VirtualClock
-
-    @classmethod
-    def now(cls, tz: timezone | None = None) -> Any:  # type: ignore[override]
-        moment = datetime.fromtimestamp(cls.clock.now(), tz or UTC)
-        return moment if tz else moment.astimezone().replace(tzinfo=None)
-
-
-@contextmanager
-def toolkit_clock(clock: VirtualClock) -> Iterator[VirtualClock]:
-    """Powertools' idempotency and the toolkit read ``clock`` instead of the wall clock."""
-    virtual = type("VirtualDatetime", (_VirtualDatetime,), {"clock": clock})
-    shim = types.SimpleNamespace(datetime=virtual, timedelta=timedelta, date=date, time=time)
-    with contextlib.ExitStack() as stack:
-        for target in _POWERTOOLS_CLOCKS:
-            stack.enter_context(mock.patch(target, shim))
-        stack.enter_context(
-            mock.patch("dynamodb_outbox.consumer.time", types.SimpleNamespace(time=clock.now))
-        )
-        yield clock
-
-
 def replayed_body(envelope: Envelope) -> str:
     body = json.loads(eventbridge_body(envelope))
     body[REPLAY_NAME_FIELD] = "replay.audit.0123456789abcdef"
@@ -154,7 +119,7 @@ def run_timeline(window: int, aws: None) -> dict[str, list[int]]:
     def handler(envelope: Envelope) -> None:
         effects.setdefault(envelope.id, []).append(round((clock.now() - start) / DAY))
 
-    with toolkit_clock(clock):
+    with toolkit_follows(clock):
         first = handler(sqs_event([sqs_record(eventbridge_body(event))]), FakeLambdaContext())
         assert first == {"batchItemFailures": []}
         for day, how in TIMELINE:

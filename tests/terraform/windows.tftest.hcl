@@ -211,7 +211,7 @@ run "an_explicit_dlq_age_threshold_firing_after_sqs_deletes_is_refused" {
     alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"], consumer_dlq_age_threshold_seconds = 10 * 86400 }
   }
 
-  expect_failures = [aws_sqs_queue.consumer_dlq]
+  expect_failures = [aws_cloudwatch_metric_alarm.this]
 }
 
 run "an_explicit_dlq_age_threshold_before_the_deletion_is_kept" {

@@ -105,3 +105,13 @@ def test_the_metrics_the_alarms_watch_are_the_ones_the_functions_emit(metric: st
 
 def _tf_files() -> list[str]:
     return sorted(path.name for path in REPO_ROOT.glob("*.tf"))
+
+
+def test_the_windows_module_and_the_local_runtime_keep_stream_records_as_long() -> None:
+    """The window's stream term and the local runtime's trimming are AWS's one 24 hours."""
+    from dynamodb_outbox.local import STREAM_RETENTION_SECONDS
+
+    found = re.findall(
+        r"^\s*stream_record_lifetime_seconds\s*=\s*(\d+)\s*$", tf("modules/windows/main.tf"), re.M
+    )
+    assert found == [str(STREAM_RETENTION_SECONDS)]
