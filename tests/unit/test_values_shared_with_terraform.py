@@ -115,3 +115,32 @@ def test_the_windows_module_and_the_local_runtime_keep_stream_records_as_long() 
         r"^\s*stream_record_lifetime_seconds\s*=\s*(\d+)\s*$", tf("modules/windows/main.tf"), re.M
     )
     assert found == [str(STREAM_RETENTION_SECONDS)]
+
+
+def test_outbox_ops_replay_finds_the_rule_and_archive_the_module_names() -> None:
+    from dynamodb_outbox.ops.replay_archive import archive_name_of, consumer_rule_name
+
+    rule = re.findall(
+        r'consumer_names\s*=\s*\{ for key in keys\(var.consumers\) : key => "([^"]+)" \}',
+        tf("main.tf"),
+    )
+    archive = re.findall(r"^\s*event_archive_name\s*=\s*(\S+)\s*$", tf("bus.tf"), re.M)
+
+    assert len(rule) == 1
+    assert rule[0].replace("${var.name}", "orders").replace("${key}", "billing") == (
+        consumer_rule_name("orders", "billing")
+    )
+    assert archive == ["var.name"]
+    assert archive_name_of("orders") == "orders"
+
+
+@pytest.mark.parametrize(
+    ("setting", "python_default"),
+    [("min_age_seconds", "DEFAULT_MIN_AGE_SECONDS"), ("max_items", "DEFAULT_MAX_ITEMS")],
+)
+def test_the_sweepers_defaults_are_the_modules(setting: str, python_default: str) -> None:
+    """The module always sets them; the package's defaults serve a sweeper run without it."""
+    from dynamodb_outbox import sweeper
+
+    found = re.findall(rf"^\s*{setting}\s*=\s*optional\(number, (\d+)\)", tf("variables.tf"), re.M)
+    assert found == [str(getattr(sweeper, python_default))]
