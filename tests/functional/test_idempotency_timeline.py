@@ -16,9 +16,6 @@ Before the window was derived from every place a copy can come from, it was
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
-from typing import Any
 
 import boto3
 import pytest
@@ -33,24 +30,11 @@ from tests.factories import REGION, make_envelope
 from tests.functional.consumer_fixtures import eventbridge_body, sqs_event, sqs_record
 from tests.functional.outbox_helpers import ulid_at
 from tests.support.lambda_context import FakeLambdaContext
+from tests.support.module_windows import default_window
 from tests.support.moto_tables import IDEMPOTENCY_TABLE, create_idempotency_table
-from tests.terraform.tfhelpers import REPO_ROOT, describe, run_terraform
 
 DAY = 86400
-CONSUMER = "audit"
-
-# The module's defaults for one EventBridge consumer (variables.tf); the
-# terraform test tests/terraform/windows.tftest.hcl pins that the root module
-# passes these to modules/windows. Only the derivation is asked of Terraform.
-DEFAULT_SETTINGS = {
-    "publish_to": "eventbridge",
-    "consumers": {
-        CONSUMER: {"message_retention_seconds": 345600, "maximum_event_age_in_seconds": 86400}
-    },
-    "archive_retention_days": 7,
-    # sweeper.min_age_seconds + the rate(5 minutes) interval.
-    "sweeper_republish_seconds": 600,
-}
+CONSUMER = "consumer"
 
 #: Days (after the event first took effect) on which a copy arrives, and how.
 TIMELINE = [
@@ -62,35 +46,9 @@ TIMELINE = [
 ]
 
 
-def derived_window(settings: dict[str, Any], work: Path) -> int:
-    """The idempotency window modules/windows derives from ``settings``, by Terraform."""
-    config = {
-        "module": {"windows": {"source": str(REPO_ROOT / "modules" / "windows"), **settings}},
-        "output": {
-            "window": {
-                "value": f'${{module.windows.idempotency_expires_after_seconds["{CONSUMER}"]}}'
-            }
-        },
-    }
-    (work / "main.tf.json").write_text(json.dumps(config))
-    env = {"PATH": str(Path(shutil.which("terraform") or "terraform").parent), "HOME": str(work)}
-    env["TF_DATA_DIR"] = str(work / ".terraform")
-    for args in (
-        ["init", "-backend=false", "-input=false", "-no-color"],
-        ["apply", "-auto-approve", "-input=false", "-no-color"],
-    ):
-        result = run_terraform(args, cwd=work, env=env)
-        assert result.returncode == 0, describe(result)
-    output = run_terraform(["output", "-json", "window"], cwd=work, env=env)
-    assert output.returncode == 0, describe(output)
-    return int(json.loads(output.stdout))
-
-
 @pytest.fixture
-def module_window(tmp_path: Path) -> int:
-    if shutil.which("terraform") is None:
-        pytest.fail("terraform is not on PATH: the window is Terraform's to derive")
-    return derived_window(DEFAULT_SETTINGS, tmp_path)
+def module_window() -> int:
+    return default_window()
 
 
 def replayed_body(envelope: Envelope) -> str:
