@@ -20,16 +20,19 @@ locals {
     for key, c in var.consumers : key => c.visibility_timeout_seconds != null ? c.visibility_timeout_seconds : 6 * c.function_timeout_seconds
   }
 
-  # How long an event id is remembered: at least the toolkit's default of 7 days,
-  # and never less than a duplicate can still arrive (the queue's retention plus
-  # EventBridge's retry window) or the archive can still replay it: a replay not
-  # asked to reprocess must find every event it carries already recorded.
-  consumer_idempotency_expires_after_seconds = {
-    for key, c in var.consumers : key => max(
-      604800,
-      c.message_retention_seconds + c.maximum_event_age_in_seconds,
-      local.create_event_archive ? var.event_archive.retention_days * 86400 : 0,
-    )
+  # How long an event id is remembered, and when the DLQ-age alarm fires: both
+  # derived in modules/windows from every place a copy of an event can still
+  # come from (docs/seams.md, "Windows").
+  consumer_idempotency_expires_after_seconds = module.windows.idempotency_expires_after_seconds
+
+  # The toolkit's settings (dynamodb_outbox.settings names them), for the
+  # reference consumer and, through the `consumers` output, a caller's function.
+  consumer_toolkit_environment = {
+    for key in keys(var.consumers) : key => {
+      OUTBOX_CONSUMER_NAME                     = key
+      OUTBOX_IDEMPOTENCY_TABLE                 = local.idempotency_table_name
+      OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = tostring(local.consumer_idempotency_expires_after_seconds[key])
+    }
   }
 
   # ARNs built from names, so that policies can name a queue before it exists: the
@@ -158,6 +161,29 @@ data "aws_iam_policy_document" "consumer_dlq" {
 }
 
 ################################################################################
+# Consumers: windows
+################################################################################
+
+module "windows" {
+  source = "./modules/windows"
+
+  publish_to = var.publish_to
+  consumers = {
+    for key, c in var.consumers : key => {
+      message_retention_seconds         = c.message_retention_seconds
+      maximum_event_age_in_seconds      = c.maximum_event_age_in_seconds
+      idempotency_expires_after_seconds = c.idempotency_expires_after_seconds
+    }
+  }
+  archive_retention_days = local.create_event_archive ? var.event_archive.retention_days : 0
+  # The sweeper re-publishes an item as long as it stays pending; the
+  # oldest-pending alarm bounds that (a cron() schedule without an explicit
+  # threshold counts as daily).
+  sweeper_republish_seconds          = local.sweeper_enabled ? coalesce(local.oldest_pending_threshold_seconds, var.sweeper.min_age_seconds + 86400) : 0
+  consumer_dlq_age_threshold_seconds = var.alarms.consumer_dlq_age_threshold_seconds
+}
+
+################################################################################
 # Consumers: queues
 ################################################################################
 
@@ -175,7 +201,7 @@ resource "aws_sqs_queue" "consumer_dlq" {
   for_each = var.consumers
 
   name                      = local.consumer_dlq_names[each.key]
-  message_retention_seconds = 1209600 # 14 days, the SQS maximum
+  message_retention_seconds = module.windows.dlq_retention_seconds
 
   fifo_queue                  = local.ordered ? true : null
   content_based_deduplication = local.ordered ? false : null
@@ -195,6 +221,10 @@ resource "aws_sqs_queue" "consumer_dlq" {
   tags = local.tags
 
   lifecycle {
+    precondition {
+      condition     = module.windows.idempotency_expires_after_seconds[each.key] >= module.windows.minimum_idempotency_seconds[each.key]
+      error_message = "consumers[\"${each.key}\"].idempotency_expires_after_seconds is ${module.windows.idempotency_expires_after_seconds[each.key]} s, shorter than a copy of an event can still reach its function: ${module.windows.minimum_idempotency_seconds[each.key]} s, from message_retention_seconds (${each.value.message_retention_seconds}, counted twice: a copy redriven from the DLQ is a new message), the DLQ's ${module.windows.dlq_retention_seconds} s, ${var.publish_to == "eventbridge" ? "maximum_event_age_in_seconds (${each.value.maximum_event_age_in_seconds})" : "SNS's 23 days of delivery retries"}, the stream's 24 h or the sweeper's republish, and event_archive.retention_days. A copy arriving after its record expired takes effect twice. Raise it, or leave it null to derive it (docs/seams.md, Windows)."
+    }
     postcondition {
       condition     = self.arn == local.consumer_dlq_arns[each.key]
       error_message = "The DLQ's ARN is ${self.arn}, not the ${local.consumer_dlq_arns[each.key]} its policies were given."
@@ -484,13 +514,13 @@ resource "aws_lambda_function" "consumer" {
   }
 
   environment {
-    variables = {
-      OUTBOX_IDEMPOTENCY_TABLE                 = aws_dynamodb_table.idempotency[0].name
-      OUTBOX_CONSUMER_NAME                     = each.key
-      OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = tostring(local.consumer_idempotency_expires_after_seconds[each.key])
-      POWERTOOLS_SERVICE_NAME                  = "${var.name}-${each.key}"
-      POWERTOOLS_METRICS_NAMESPACE             = local.metrics_namespace
-    }
+    # What the `consumers` output gives a caller's own toolkit function, the
+    # table named through the resource so the function waits for it.
+    variables = merge(local.consumer_toolkit_environment[each.key], {
+      OUTBOX_IDEMPOTENCY_TABLE     = aws_dynamodb_table.idempotency[0].name
+      POWERTOOLS_SERVICE_NAME      = "${var.name}-${each.key}"
+      POWERTOOLS_METRICS_NAMESPACE = local.metrics_namespace
+    })
   }
 
   tags = local.tags

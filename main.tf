@@ -110,12 +110,12 @@ locals {
   sweeper_handler   = "dynamodb_outbox.sweeper.handler"
 
   # The sparse index the sweeper reads (see docs/decisions.md): only pending
-  # outbox items carry the shard attribute, one of `pending_index_shards` values
-  # ("00".."07") the writer derives from the ULID.
+  # outbox items carry the shard attribute, "00".."07", which the writer derives
+  # from the ULID. The count is the package's (envelope.DEFAULT_PENDING_SHARDS),
+  # not a setting: writer, sweeper and outbox-ops refuse any other.
   pending_index_name      = "outbox-pending"
   pending_index_hash_key  = "outbox_pending_shard"
   pending_index_range_key = local.sort_key
-  pending_index_shards    = 8
 
   # Reproducible deployment package, built by `make package` from lambda/ and
   # committed with the module.

@@ -262,7 +262,6 @@ resource "aws_lambda_function" "sweeper" {
     variables = merge(local.publish_sink_environment, local.table_keys_environment, {
       OUTBOX_TABLE_NAME              = local.table_name
       OUTBOX_PENDING_INDEX           = local.pending_index_name
-      OUTBOX_PENDING_SHARDS          = tostring(local.pending_index_shards)
       OUTBOX_SWEEPER_MIN_AGE_SECONDS = tostring(var.sweeper.min_age_seconds)
       OUTBOX_SWEEPER_MAX_ITEMS       = tostring(var.sweeper.max_items)
       # Its own service name, so its metrics (QuarantinedEvents, ...) are told

@@ -655,6 +655,14 @@ variable "consumers" {
     - `maximum_event_age_in_seconds`: 60 to 86400, default 86400.
     - `maximum_retry_attempts`: 0 to 185, default 185.
     After those, the event goes to the consumer's DLQ with the error in its attributes.
+
+    Idempotency (consumers using the toolkit):
+    - `idempotency_expires_after_seconds`: how long an event id is remembered; null (default)
+      derives the shortest window that outlives every copy of an event (queue retention twice,
+      DLQ retention, delivery retries, the stream's 24 h or the sweeper's republish, the
+      archive: docs/seams.md, Windows), 20 days with the defaults. An explicit value below
+      that is refused at plan. The `consumers` output gives it to your own function
+      (`environment`).
   EOT
   type = map(object({
     event_pattern = optional(string)
@@ -674,6 +682,7 @@ variable "consumers" {
     maximum_concurrency                = optional(number)
     maximum_event_age_in_seconds       = optional(number, 86400)
     maximum_retry_attempts             = optional(number, 185)
+    idempotency_expires_after_seconds  = optional(number)
   }))
   default  = {}
   nullable = false
@@ -840,6 +849,11 @@ variable "consumers" {
     condition     = alltrue([for c in values(var.consumers) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts])
     error_message = "A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_retry_attempts})" if !(c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts)])}."
   }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.idempotency_expires_after_seconds == null ? true : (c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds)])
+    error_message = "A consumer's idempotency_expires_after_seconds must be null (derived, docs/seams.md) or a whole number of seconds. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.idempotency_expires_after_seconds})" if try(!(c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds), false)])}."
+  }
 }
 
 variable "idempotency_table" {
@@ -974,7 +988,10 @@ variable "alarms" {
       after its retries (AWS/Events FailedInvocations; publish_to = "eventbridge" only).
     - `consumer_dlq_depth`: the consumer's DLQ holds messages.
     - `consumer_dlq_age`: the oldest message in the consumer's DLQ is older than
-      `consumer_dlq_age_threshold_seconds` (default 604800, 7 days: half the DLQ's retention).
+      `consumer_dlq_age_threshold_seconds`; null (default) derives it per consumer: half of
+      what the DLQ keeps a message after its move (5 days with the default retentions), so the
+      redrive comes well before SQS deletes it (docs/seams.md, Windows). An explicit value
+      that would fire only after that is refused at plan.
     - `consumer_errors`: the function consuming the queue (the reference consumer, or yours
       given in `consumers[*].function`) failed invocations (AWS/Lambda Errors above 0).
     Sweeper alarms exist only when the sweeper does.
@@ -997,7 +1014,7 @@ variable "alarms" {
     publisher_errors_threshold           = optional(number, 0)
     sweeper_errors_threshold             = optional(number, 0)
     oldest_pending_age_threshold_seconds = optional(number)
-    consumer_dlq_age_threshold_seconds   = optional(number, 604800)
+    consumer_dlq_age_threshold_seconds   = optional(number)
   })
   default  = {}
   nullable = false
@@ -1042,7 +1059,7 @@ variable "alarms" {
       var.alarms.publisher_errors_threshold >= 0,
       var.alarms.sweeper_errors_threshold >= 0,
       var.alarms.oldest_pending_age_threshold_seconds == null ? true : var.alarms.oldest_pending_age_threshold_seconds >= 60,
-      var.alarms.consumer_dlq_age_threshold_seconds >= 0,
+      var.alarms.consumer_dlq_age_threshold_seconds == null ? true : var.alarms.consumer_dlq_age_threshold_seconds >= 0,
     ])
     error_message = "The alarm thresholds must not be negative, and alarms.oldest_pending_age_threshold_seconds must be null or at least 60."
   }

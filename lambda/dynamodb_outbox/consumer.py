@@ -90,7 +90,11 @@ from dynamodb_outbox.event_ids import event_id_milliseconds
 from dynamodb_outbox.replays import is_reprocess_for, replay_name_of
 
 # Same namespace as the publisher, so one dashboard holds the whole pipeline.
-from dynamodb_outbox.settings import DEFAULT_METRICS_NAMESPACE
+from dynamodb_outbox.settings import (
+    DEFAULT_METRICS_NAMESPACE,
+    ENV_EXPIRES_AFTER_SECONDS,
+    integer_env,
+)
 from dynamodb_outbox.stream_types import BatchItemFailure, PartialBatchResponse
 from dynamodb_outbox.trace_context import TraceContext
 
@@ -122,9 +126,13 @@ __all__ = [
     "producer_log_keys",
 ]
 
-#: Seven days: longer than SQS's default retention (4 days) plus EventBridge's
-#: 24-hour target retries, so any duplicate that can still be delivered is
-#: still recognised. Raise it to at least the queue's retention if that is longer.
+#: The window when neither ``expires_after_seconds`` nor
+#: ``$OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`` gives one. Behind the module
+#: the window is derived from every place a copy of an event can still come
+#: from (modules/windows, docs/seams.md "Windows": 20 days with its defaults)
+#: and given to each consumer in its environment; this default is only for a
+#: consumer fed some other way, and is too short for a queue whose DLQ keeps
+#: messages 14 days.
 DEFAULT_EXPIRES_AFTER_SECONDS: Final = 7 * 24 * 60 * 60
 
 DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-consumer"
@@ -711,7 +719,11 @@ class OutboxConsumer:
     Give it the idempotency table (``idempotency_table``, hash key ``id`` of
     type S, TTL on ``expiration``) or, in tests, any Powertools
     ``persistence_store``. ``name`` scopes the idempotency keys; it defaults to
-    ``$OUTBOX_CONSUMER_NAME``, then the Lambda function name. Logs go to
+    ``$OUTBOX_CONSUMER_NAME``, then the Lambda function name.
+    ``expires_after_seconds`` (how long an event id is remembered) defaults to
+    ``$OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS``, which the module sets to the
+    window it derives (its ``consumers`` output's ``environment``), then to
+    :data:`DEFAULT_EXPIRES_AFTER_SECONDS`. Logs go to
     ``logger`` (default: a Powertools Logger named ``$POWERTOOLS_SERVICE_NAME``
     or the consumer name); metrics to ``metrics`` (default: CloudWatch EMF in
     ``$POWERTOOLS_METRICS_NAMESPACE`` or ``DynamoDBOutbox``, dimension
@@ -726,7 +738,7 @@ class OutboxConsumer:
         *,
         persistence_store: BasePersistenceLayer | None = None,
         name: str | None = None,
-        expires_after_seconds: int = DEFAULT_EXPIRES_AFTER_SECONDS,
+        expires_after_seconds: int | None = None,
         logger: Logger | None = None,
         metrics: Metrics | None = None,
         stop_margin_seconds: float = DEFAULT_STOP_MARGIN_SECONDS,
@@ -734,6 +746,12 @@ class OutboxConsumer:
     ) -> None:
         if (idempotency_table is None) == (persistence_store is None):
             raise ValueError("give exactly one of idempotency_table or persistence_store")
+        if expires_after_seconds is None:
+            # What the module derives for this consumer (its `consumers` output's
+            # `environment`, the reference consumer's environment), else the default.
+            expires_after_seconds = integer_env(
+                os.environ, ENV_EXPIRES_AFTER_SECONDS, DEFAULT_EXPIRES_AFTER_SECONDS, minimum=1
+            )
         if expires_after_seconds <= 0:
             raise ValueError("expires_after_seconds must be positive")
         self.name = _resolve_name(name)

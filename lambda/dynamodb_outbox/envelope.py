@@ -118,7 +118,13 @@ ATTR_SEQUENCE = "outbox_sequence"
 STATUS_PENDING = "PENDING"
 STATUS_QUARANTINED = "QUARANTINED"
 
-DEFAULT_PENDING_SHARDS = 8
+#: THE number of pending-index shards: the writer spreads pending items over
+#: ``00``..``07`` and the sweeper and ``outbox-ops`` read exactly those. Not a
+#: setting: a writer with another count would put items in shards the sweeper
+#: never reads (issue 23), so the writer, the sweeper and the CLI refuse any
+#: other value. Changing it changes the stored format: items already pending
+#: keep their shard.
+DEFAULT_PENDING_SHARDS: Final = 8
 
 #: Nesting levels of the envelope's JSON, the envelope object itself being level 1.
 MAX_NESTING_DEPTH: Final = 100

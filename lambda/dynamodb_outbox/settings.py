@@ -39,6 +39,7 @@ __all__ = [
     "ConfigurationError",
     "boto3_client",
     "integer_env",
+    "pending_shards_from_environment",
     "required_env",
     "sink_from_environment",
     "table_keys_from_environment",
@@ -96,6 +97,24 @@ def integer_env(
             f"environment variable {name} must be an integer {bounds}, got {text!r}"
         )
     return value
+
+
+def pending_shards_from_environment(environ: Mapping[str, str]) -> int:
+    """``OUTBOX_PENDING_SHARDS``, which may only repeat the one shard count.
+
+    The writer always spreads pending items over
+    :data:`~dynamodb_outbox.envelope.DEFAULT_PENDING_SHARDS` shards; a sweeper
+    or ``outbox-ops`` reading another count would miss items, so it is refused.
+    """
+    from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS
+
+    text = environ.get(ENV_PENDING_SHARDS, "").strip()
+    if text and text != str(DEFAULT_PENDING_SHARDS):
+        raise ConfigurationError(
+            f"environment variable {ENV_PENDING_SHARDS} must be unset or "
+            f"{DEFAULT_PENDING_SHARDS} (the writer's shard count), got {text!r}"
+        )
+    return DEFAULT_PENDING_SHARDS
 
 
 def table_keys_from_environment(environ: Mapping[str, str] | None = None) -> TableKeys:

@@ -48,6 +48,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import math
+import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,12 @@ from dynamodb_outbox.envelope import (
 )
 from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
+from dynamodb_outbox.settings import (
+    ENV_PUBLISH_TO,
+    ENV_TABLE_NAME,
+    ConfigurationError,
+    table_keys_from_environment,
+)
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
 from dynamodb_outbox.table_keys import InvalidTableKeys, TableKeys
 from dynamodb_outbox.trace_context import TraceContext
@@ -469,8 +476,9 @@ class OutboxWriter:
     client. Without it, a default client is created on first use, not at
     construction, so building a writer at import time costs nothing and needs
     no credentials; threads sharing the writer share that one client.
-    ``pending_shards`` must match the sweeper's setting (it spreads the
-    pending index over that many partitions).
+    ``pending_shards`` is not a setting: the pending index has
+    :data:`~dynamodb_outbox.envelope.DEFAULT_PENDING_SHARDS` shards, which the
+    sweeper reads, and any other value is refused (kept for callers that pass it).
     ``partition_key`` and ``sort_key`` name the table's key attributes (both
     strings), ``PK`` and ``SK`` by default: the module's ``table.partition_key``
     and ``table.sort_key``, which the publisher and sweeper get too. Outbox
@@ -499,8 +507,11 @@ class OutboxWriter:
             raise InvalidWrite("table_name must be a non-empty string")
         if isinstance(pending_shards, bool) or not isinstance(pending_shards, int):
             raise InvalidWrite("pending_shards must be an integer")
-        if not 1 <= pending_shards <= 100:
-            raise InvalidWrite(f"pending_shards must be between 1 and 100, got {pending_shards}")
+        if pending_shards != DEFAULT_PENDING_SHARDS:
+            raise InvalidWrite(
+                f"pending_shards must be {DEFAULT_PENDING_SHARDS}, the shards the sweeper reads, "
+                f"got {pending_shards}: items in other shards would never be swept"
+            )
         try:
             self.table_keys = TableKeys(partition_key, sort_key)
         except InvalidTableKeys as exc:
@@ -519,6 +530,41 @@ class OutboxWriter:
             name: tuple(attrs) for name, attrs in (key_schemas or {}).items()
         }
         self._key_schemas[table_name] = self.table_keys.names
+
+    @classmethod
+    def from_environment(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        client: DynamoDBClient | None = None,
+        *,
+        source: str | None = None,
+        key_schemas: Mapping[str, Sequence[str]] | None = None,
+    ) -> OutboxWriter:
+        """A writer configured the way the module configured its publisher and sweeper.
+
+        Reads the variables of the module's ``writer_environment`` output
+        (``OUTBOX_TABLE_NAME``, ``OUTBOX_PUBLISH_TO``, ``OUTBOX_PARTITION_KEY``,
+        ``OUTBOX_SORT_KEY``): set that map on the producer function and the
+        table, its keys and its sink have one source, the module's inputs.
+        Raises :class:`InvalidWrite` naming a missing or bad variable.
+        """
+        environ = os.environ if environ is None else environ
+        table_name = environ.get(ENV_TABLE_NAME, "").strip()
+        if not table_name:
+            raise InvalidWrite(f"environment variable {ENV_TABLE_NAME} is not set")
+        try:
+            keys = table_keys_from_environment(environ)
+        except ConfigurationError as exc:
+            raise InvalidWrite(str(exc)) from None
+        return cls(
+            table_name,
+            client,
+            source=source,
+            key_schemas=key_schemas,
+            publish_to=environ.get(ENV_PUBLISH_TO, "").strip() or PUBLISH_TO_EVENTBRIDGE,
+            partition_key=keys.partition,
+            sort_key=keys.sort,
+        )
 
     @property
     def client(self) -> DynamoDBClient:

@@ -349,7 +349,7 @@ run "billing_and_audit_consumers_on_eventbridge" {
     condition = aws_lambda_function.consumer["audit"].environment[0].variables == tomap({
       OUTBOX_IDEMPOTENCY_TABLE                 = "orders-outbox-idempotency"
       OUTBOX_CONSUMER_NAME                     = "audit"
-      OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = "604800"
+      OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = "1728000"
       POWERTOOLS_SERVICE_NAME                  = "orders-outbox-audit"
       POWERTOOLS_METRICS_NAMESPACE             = "DynamoDBOutbox"
     })
@@ -486,19 +486,25 @@ run "billing_and_audit_consumers_on_eventbridge" {
   # was run "outputs_describe_each_consumer"
   assert {
     condition = output.consumers["audit"] == {
-      queue_url                 = aws_sqs_queue.consumer["audit"].url
-      queue_arn                 = aws_sqs_queue.consumer["audit"].arn
-      dlq_url                   = aws_sqs_queue.consumer_dlq["audit"].url
-      dlq_arn                   = aws_sqs_queue.consumer_dlq["audit"].arn
-      rule_arn                  = aws_cloudwatch_event_rule.consumer["audit"].arn
-      subscription_arn          = null
-      event_source_mapping_uuid = aws_lambda_event_source_mapping.consumer["audit"].uuid
-      function_name             = "orders-outbox-audit-consumer"
-      function_arn              = aws_lambda_function.consumer["audit"].arn
-      role_arn                  = aws_iam_role.consumer["audit"].arn
-      log_group_name            = "/aws/lambda/orders-outbox-audit-consumer"
-      consumer_name             = "audit"
-      required_policy_json      = data.aws_iam_policy_document.consumer["audit"].json
+      queue_url                         = aws_sqs_queue.consumer["audit"].url
+      queue_arn                         = aws_sqs_queue.consumer["audit"].arn
+      dlq_url                           = aws_sqs_queue.consumer_dlq["audit"].url
+      dlq_arn                           = aws_sqs_queue.consumer_dlq["audit"].arn
+      rule_arn                          = aws_cloudwatch_event_rule.consumer["audit"].arn
+      subscription_arn                  = null
+      event_source_mapping_uuid         = aws_lambda_event_source_mapping.consumer["audit"].uuid
+      function_name                     = "orders-outbox-audit-consumer"
+      function_arn                      = aws_lambda_function.consumer["audit"].arn
+      role_arn                          = aws_iam_role.consumer["audit"].arn
+      log_group_name                    = "/aws/lambda/orders-outbox-audit-consumer"
+      consumer_name                     = "audit"
+      idempotency_expires_after_seconds = 1728000
+      environment = {
+        OUTBOX_CONSUMER_NAME                     = "audit"
+        OUTBOX_IDEMPOTENCY_TABLE                 = "orders-outbox-idempotency"
+        OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = "1728000"
+      }
+      required_policy_json = data.aws_iam_policy_document.consumer["audit"].json
     }
     error_message = "The consumers output must describe the reference consumer's resources."
   }
@@ -601,9 +607,9 @@ run "tuned_consumer_settings_reach_queue_mapping_and_target" {
     condition = (
       aws_lambda_function.consumer["audit"].timeout == 60
       && aws_lambda_function.consumer["audit"].memory_size == 512
-      && aws_lambda_function.consumer["audit"].environment[0].variables["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == "1213200"
+      && aws_lambda_function.consumer["audit"].environment[0].variables["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == "2509200"
     )
-    error_message = "Timeout and memory reach the function; idempotency records outlive the queue's retention plus the event age (1209600 + 3600)."
+    error_message = "Timeout and memory reach the function; idempotency records outlive every copy (modules/windows): stream 86400 + event age 3600 + DLQ 1209600 + the queue's 1209600 after a redrive."
   }
 }
 
@@ -1139,9 +1145,9 @@ run "archive_and_dashboard_can_be_turned_off" {
       && length(aws_cloudwatch_dashboard.this) == 0
       && output.event_archive_name == null
       && output.dashboard_name == null
-      && aws_lambda_function.consumer["audit"].environment[0].variables["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == "604800"
+      && aws_lambda_function.consumer["audit"].environment[0].variables["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == "1728000"
     )
-    error_message = "enabled = false creates no archive and no dashboard."
+    error_message = "enabled = false creates no archive and no dashboard (the window is then the copies' 20 days)."
   }
 }
 

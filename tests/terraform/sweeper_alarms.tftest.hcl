@@ -129,14 +129,13 @@ run "default_sweeper_index_function_iam_and_schedule" {
       OUTBOX_PUBLISH_TO              = "eventbridge"
       OUTBOX_EVENT_BUS_NAME          = "orders-outbox"
       OUTBOX_PENDING_INDEX           = "outbox-pending"
-      OUTBOX_PENDING_SHARDS          = "8"
       OUTBOX_SWEEPER_MIN_AGE_SECONDS = "300"
       OUTBOX_SWEEPER_MAX_ITEMS       = "1000"
       POWERTOOLS_SERVICE_NAME        = "orders-outbox-sweeper"
       POWERTOOLS_METRICS_NAMESPACE   = "DynamoDBOutbox"
       LOG_LEVEL                      = "INFO"
     })
-    error_message = "The sweeper's environment must name the table and its keys, sink, index, shards, min age and max items, and configure Powertools."
+    error_message = "The sweeper's environment must name the table and its keys, sink, index, min age and max items, and configure Powertools (no shard count: the package's is the only one)."
   }
 
   assert {

@@ -378,10 +378,16 @@ def test_reference_consumer_runs_the_bundled_handler_with_its_own_scoped_role(
     assert config["Handler"] == "dynamodb_outbox.reference_consumer.handler"
     assert config["Timeout"] == CONSUMER_FUNCTION_TIMEOUT_SECONDS
     assert config["Role"] == consumer["role_arn"]
+    # The window modules/windows derives (tests/terraform/windows.tftest.hcl pins
+    # it), the same the output gives a caller's own function.
+    assert consumer["environment"]["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == str(
+        consumer["idempotency_expires_after_seconds"]
+    )
     assert config["Environment"]["Variables"] == {
+        **consumer["environment"],
         "OUTBOX_IDEMPOTENCY_TABLE": outputs["idempotency_table_name"],
         "OUTBOX_CONSUMER_NAME": CONSUMER,
-        "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS": "604800",
+        "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS": "1728000",
         "POWERTOOLS_SERVICE_NAME": f"outbox-local-{CONSUMER}",
         "POWERTOOLS_METRICS_NAMESPACE": "DynamoDBOutbox",
     }
