@@ -54,6 +54,10 @@ variable "kms_key_arn" {
       to the encrypted queues.
     The publisher and sweeper roles are granted `kms:Decrypt` and `kms:GenerateDataKey` on
     the key, the consumer roles `kms:Decrypt`.
+    Not encrypted with it: the event archive (`event_archive`, on by default), which keeps
+    full events under an AWS owned key whatever this input says (hashicorp/aws 5.x has no
+    archive key argument); set `event_archive.enabled = false` if no event may rest under
+    AWS's key.
   EOT
   type        = string
   default     = null
