@@ -26,7 +26,10 @@ event" into a Lambda handler that:
   later instead of running twice concurrently;
 * treats an event replayed from the bus's archive like any redelivery (skipped
   when done), except when the replay's name asks this consumer to reprocess
-  it: then once more per such replay (:mod:`dynamodb_outbox.replays`).
+  it: then once more per such replay (:mod:`dynamodb_outbox.replays`);
+* refuses, without processing it, a message its bus or topic cannot have
+  delivered (:mod:`dynamodb_outbox.sender_checks`): a replay name counts only
+  on an EventBridge event from the bus the module configured.
 
 "Once" has one gap no consumer-side library can close: if the function
 succeeds but saving the COMPLETED record then fails, the message comes back and

@@ -12,7 +12,10 @@ asked for in the replay's name, which ``outbox-ops replay --reprocess`` builds::
 
     reprocess.<consumer>.<digest>
 
-The toolkit honours it only in the consumer it names: that consumer keys its
+The toolkit honours it only in the consumer it names, and only on an
+EventBridge event from the bus the consumer was configured to expect
+(:mod:`dynamodb_outbox.sender_checks`; a ``replay-name`` anywhere else is
+refused as forged): that consumer keys its
 idempotency record by event id AND replay name, so each event takes effect once
 more per such replay, and once only however often the replay delivers it. Any
 other consumer, and any replay not named this way (one started from the
