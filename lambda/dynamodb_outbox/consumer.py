@@ -347,8 +347,11 @@ def process_sqs_batch(
     honoured only on a genuine EventBridge event from the expected bus.
 
     Raises :class:`MalformedBatch` when a record has no messageId (see
-    :func:`_message_ids`) and ``ValueError`` when ``persistence_store`` was
-    configured for another function; both are whole-batch failures by design.
+    :func:`_message_ids`), ``ValueError`` when ``persistence_store`` was
+    configured for another function, and
+    :class:`~dynamodb_outbox.settings.ConfigurationError` when the environment
+    names a sender half-way (``OUTBOX_PUBLISH_TO`` without its bus or topic);
+    all are whole-batch failures by design: the messages stay queued.
     Every other problem (bad body, function error, event in progress elsewhere,
     idempotency store error) fails its record only.
     """
