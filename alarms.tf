@@ -16,6 +16,7 @@ locals {
       "consumer_dlq_depth",
       "consumer_dlq_age",
       "consumer_errors",
+      "consumer_untrusted_events",
     ] : key => var.alarms.enabled && !contains(var.alarms.disabled, key)
   }
 
@@ -184,9 +185,27 @@ locals {
     }
   }
 
+  # The module's reference consumers: messages refused because they are not what
+  # the bus or topic delivers (the toolkit's UntrustedEvents, Powertools service
+  # "<name>-<key>"). A caller's function reports it under its own service name.
+  consumer_untrusted_metrics = {
+    for key, c in local.module_consumers : "consumer_untrusted_events/${key}" => {
+      name               = "${local.consumer_names[key]}-untrusted-events"
+      description        = "The ${key} consumer of ${var.name} refused messages that its bus or topic cannot have delivered (a forged event, a wrong replay name, or a queue another sender writes to). They are never processed; after ${c.max_receive_count} receives they wait in ${local.consumer_names[key]}-dlq. Find the sender (docs/threat-model.md)."
+      namespace          = local.metrics_namespace
+      metric_name        = "UntrustedEvents"
+      statistic          = "Sum"
+      dimensions         = tomap({ service = aws_lambda_function.consumer[key].environment[0].variables["POWERTOOLS_SERVICE_NAME"] })
+      threshold          = 0
+      period             = var.alarms.period_seconds
+      evaluation_periods = 1
+      treat_missing_data = "notBreaching"
+    }
+  }
+
   # The per-consumer alarms that are on, keyed "<alarm>/<consumer key>".
   consumer_alarms = {
-    for key, alarm in merge(local.consumer_rule_metrics, local.consumer_dlq_metrics, local.consumer_function_metrics) :
+    for key, alarm in merge(local.consumer_rule_metrics, local.consumer_dlq_metrics, local.consumer_function_metrics, local.consumer_untrusted_metrics) :
     key => alarm if local.alarm_enabled[split("/", key)[0]]
   }
 

@@ -28,11 +28,11 @@ locals {
   # The toolkit's settings (dynamodb_outbox.settings names them), for the
   # reference consumer and, through the `consumers` output, a caller's function.
   consumer_toolkit_environment = {
-    for key in keys(var.consumers) : key => {
+    for key in keys(var.consumers) : key => merge({
       OUTBOX_CONSUMER_NAME                     = key
       OUTBOX_IDEMPOTENCY_TABLE                 = local.idempotency_table_name
       OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = tostring(local.consumer_idempotency_expires_after_seconds[key])
-    }
+    }, local.consumer_sender_environment)
   }
 
   # ARNs built from names, so that policies can name a queue before it exists: the
@@ -116,8 +116,45 @@ resource "aws_dynamodb_table" "idempotency" {
 
 # Only the consumer's rule (or the topic) may send, and only to this queue. An
 # SQS target takes no role: EventBridge is authorised by this policy.
+#
+# The Deny makes that true against IAM grants too: no IAM principal of the
+# account may send, whatever its policies say, except var.operator_principal_arns
+# (`outbox-ops redrive`: StartMessageMoveTask sends with its caller's
+# permissions). AWS service principals are left to the Allow, which admits only
+# this rule or topic (aws:SourceArn). SQS's own move of a message to the DLQ after
+# maxReceiveCount is not a SendMessage call and is governed by the DLQ's
+# redrive-allow policy instead.
 data "aws_iam_policy_document" "consumer_queue" {
   for_each = local.consumer_source_arns
+
+  statement {
+    sid       = "NoOtherSender"
+    effect    = "Deny"
+    actions   = ["sqs:SendMessage"]
+    resources = [local.consumer_queue_arns[each.key]]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    # Without operators, every IAM principal.
+    dynamic "condition" {
+      for_each = length(var.operator_principal_arns) > 0 ? ["operators"] : []
+
+      content {
+        test     = "ArnNotLike"
+        variable = "aws:PrincipalArn"
+        values   = var.operator_principal_arns
+      }
+    }
+
+    condition {
+      test     = "BoolIfExists"
+      variable = "aws:PrincipalIsAWSService"
+      values   = ["false"]
+    }
+  }
 
   statement {
     sid       = local.publish_to_sns ? "TopicDeliversMessages" : "RuleDeliversEvents"
@@ -138,9 +175,28 @@ data "aws_iam_policy_document" "consumer_queue" {
 }
 
 # The DLQ also receives what the rule's target (or the subscription) could not
-# deliver after its retries, from the same source.
+# deliver after its retries, from the same source. No IAM principal sends to it,
+# operators included (they move messages out of it, never in).
 data "aws_iam_policy_document" "consumer_dlq" {
   for_each = local.consumer_source_arns
+
+  statement {
+    sid       = "NoOtherSender"
+    effect    = "Deny"
+    actions   = ["sqs:SendMessage"]
+    resources = [local.consumer_dlq_arns[each.key]]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "BoolIfExists"
+      variable = "aws:PrincipalIsAWSService"
+      values   = ["false"]
+    }
+  }
 
   statement {
     sid       = local.publish_to_sns ? "TopicDeadLetters" : "RuleDeadLetters"

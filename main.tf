@@ -53,6 +53,7 @@ locals {
   sweeper_name             = "${var.name}-sweeper"
   sweeper_log_group_name   = "/aws/lambda/${local.sweeper_name}"
   sweeper_schedule_name    = "${var.name}-sweeper"
+  sweeper_schedule_group   = "default"
   sweeper_scheduler_role   = "${var.name}-sweeper-schedule"
   # publish_to = "sns" or "sns_fifo": the topic takes the bus's place. FIFO topic
   # and queue names must end in ".fifo".
@@ -207,6 +208,8 @@ locals {
   kms_via_lambda     = "lambda.${local.region_name}.amazonaws.com"
   publishing_kms_via = compact([local.kms_via_dynamodb, local.kms_via_sqs, local.publish_to_sns ? local.kms_via_sns : "", local.kms_via_lambda])
   consumer_kms_via   = [local.kms_via_sqs, local.kms_via_lambda]
+  # The sweeper sends to no queue: no SQS.
+  sweeper_kms_via = compact([local.kms_via_dynamodb, local.publish_to_sns ? local.kms_via_sns : "", local.kms_via_lambda])
 
   # Keys the functions that publish (publisher, sweeper) must be able to use: the
   # module's key (table, queue) and, for an existing table, the customer managed

@@ -163,6 +163,18 @@ output "consumers" {
   }
 }
 
+output "consumer_environment" {
+  description = <<-EOT
+    The environment variables every consumer function needs so that the toolkit
+    refuses messages the outbox did not send (dynamodb_outbox.sender_checks):
+    `OUTBOX_PUBLISH_TO` and the bus (`OUTBOX_EVENT_BUS_ARN`) or topic
+    (`OUTBOX_TOPIC_ARN`). The module sets them on its reference consumers; merge them
+    into your own functions' environment. Without them the toolkit checks no sender and
+    never reprocesses on a replay's name.
+  EOT
+  value       = local.consumer_sender_environment
+}
+
 output "idempotency_table_name" {
   description = "Name of the consumers' idempotency table (hash key id, TTL on expiration); null when no consumer uses the toolkit."
   value       = try(aws_dynamodb_table.idempotency[0].name, null)

@@ -54,20 +54,19 @@ resource "aws_iam_role" "publisher" {
 }
 
 data "aws_iam_policy_document" "publisher" {
-  # The stream mapping polls the stream with the function's role. All four
+  # The stream mapping polls the stream with the function's role. The three
   # actions are scoped to this table's stream, as in the DynamoDB developer guide
   # ("IAM policy to allow an AWS Lambda function to access DynamoDB stream
-  # records"). ListStreams is listed by the Lambda documentation, but the mapping
-  # is given the stream ARN and reads it with DescribeStream, GetShardIterator and
-  # GetRecords; should AWS ever require ListStreams on "*", widen only that action,
-  # in a statement of its own.
+  # records"). No ListStreams: it has no resource type (Service Authorization
+  # Reference, DynamoDB), so scoped to the stream it granted nothing, and the
+  # mapping, given the stream ARN, never calls it. Should AWS ever require it,
+  # grant it on "*" in a statement of its own.
   statement {
     sid = "ReadOutboxStream"
     actions = [
       "dynamodb:DescribeStream",
       "dynamodb:GetRecords",
       "dynamodb:GetShardIterator",
-      "dynamodb:ListStreams",
     ]
     resources = [local.table_stream_arn]
   }

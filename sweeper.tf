@@ -146,7 +146,8 @@ data "aws_iam_policy_document" "sweeper" {
     resources = ["${aws_cloudwatch_log_group.sweeper[0].arn}:*"]
   }
 
-  # Read and write an encrypted table; the same keys as the publisher.
+  # Read and write an encrypted table (and publish to an encrypted topic); the
+  # same keys as the publisher, through the same services but SQS.
   dynamic "statement" {
     for_each = length(local.publishing_kms_key_arns) > 0 ? [local.publishing_kms_key_arns] : []
 
@@ -161,7 +162,7 @@ data "aws_iam_policy_document" "sweeper" {
       condition {
         test     = "StringEquals"
         variable = "kms:ViaService"
-        values   = local.publishing_kms_via
+        values   = local.sweeper_kms_via
       }
     }
   }
@@ -302,11 +303,19 @@ data "aws_iam_policy_document" "sweeper_schedule_assume_role" {
       identifiers = ["scheduler.amazonaws.com"]
     }
 
-    # Confused-deputy guard: only schedules of this account.
+    # Confused-deputy guard: only schedules of this account's group the sweeper's
+    # schedule is in. Scheduler sets aws:SourceArn to the schedule group's ARN
+    # (EventBridge Scheduler User Guide, "Confused deputy prevention").
     condition {
       test     = "StringEquals"
       variable = "aws:SourceAccount"
       values   = [data.aws_caller_identity.current.account_id]
+    }
+
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = ["${local.arn_prefix}:scheduler:${local.arn_region_account}:schedule-group/${local.sweeper_schedule_group}"]
     }
   }
 }
@@ -363,7 +372,7 @@ resource "aws_scheduler_schedule" "sweeper" {
 
   name        = local.sweeper_schedule_name
   description = "Runs the ${local.sweeper_name} outbox sweeper."
-  group_name  = "default"
+  group_name  = local.sweeper_schedule_group
   state       = "ENABLED"
 
   schedule_expression          = var.sweeper.schedule_expression

@@ -54,6 +54,10 @@ variable "kms_key_arn" {
       to the encrypted queues.
     The publisher and sweeper roles are granted `kms:Decrypt` and `kms:GenerateDataKey` on
     the key, the consumer roles `kms:Decrypt`.
+    Not encrypted with it: the event archive (`event_archive`, on by default), which keeps
+    full events under an AWS owned key whatever this input says (hashicorp/aws 5.x has no
+    archive key argument); set `event_archive.enabled = false` if no event may rest under
+    AWS's key.
   EOT
   type        = string
   default     = null
@@ -157,6 +161,27 @@ variable "vpc_config" {
 ################################################################################
 # Table
 ################################################################################
+
+variable "operator_principal_arns" {
+  description = <<-EOT
+    IAM principals (role or user ARNs; `*` wildcards allowed, as `ArnLike` reads them)
+    that may put messages where only the outbox may otherwise: send to the consumer
+    queues (`outbox-ops redrive`: SQS StartMessageMoveTask sends with its caller's
+    permissions) and put events on the module's bus (putting the bus DLQ's events back).
+    Every other IAM principal of the account, administrators included, is denied
+    `sqs:SendMessage` on the consumer queues and DLQs and `events:PutEvents` on the bus
+    by their resource policies, whatever its IAM policies grant (docs/threat-model.md).
+    An assumed role is named by its role ARN. Empty (default): nobody but the module.
+  EOT
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for arn in var.operator_principal_arns : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/.+$", arn))])
+    error_message = "Every operator_principal_arns entry must be an IAM role or user ARN, arn:<partition>:iam::<account>:role/<name> (or user/<name>, with * wildcards allowed); invalid: ${join(", ", [for arn in var.operator_principal_arns : "\"${arn}\"" if !can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/.+$", arn))])}."
+  }
+}
 
 variable "table" {
   description = <<-EOT
@@ -994,6 +1019,9 @@ variable "alarms" {
       that would fire only after that is refused at plan.
     - `consumer_errors`: the function consuming the queue (the reference consumer, or yours
       given in `consumers[*].function`) failed invocations (AWS/Lambda Errors above 0).
+    - `consumer_untrusted_events`: the module's reference consumer refused messages its bus
+      or topic cannot have delivered (UntrustedEvents above 0; your own function reports it
+      under its own Powertools service name).
     Sweeper alarms exist only when the sweeper does.
     - `enabled`: false creates no alarm at all (default true).
     - `disabled`: keys of alarms not to create (a consumer alarm key turns it off for every
@@ -1032,8 +1060,9 @@ variable "alarms" {
       "consumer_dlq_depth",
       "consumer_dlq_age",
       "consumer_errors",
+      "consumer_untrusted_events",
     ])) == 0
-    error_message = "The alarms.disabled entries must be alarm keys: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, consumer_failed_invocations, consumer_dlq_depth, consumer_dlq_age, consumer_errors."
+    error_message = "The alarms.disabled entries must be alarm keys: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, consumer_failed_invocations, consumer_dlq_depth, consumer_dlq_age, consumer_errors, consumer_untrusted_events."
   }
 
   validation {

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +25,20 @@ cache_jsonpath_parse()
 cache_camelcase_conversion()
 collect_go_garbage_less_often()
 faster_moto.install()
+
+
+def _deliver_event_account() -> None:
+    """In-process moto too: EventBridge events reach SQS with their ``account``
+    (scripts/moto_server.py, deliver_event_account)."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "moto_server.py"
+    spec = importlib.util.spec_from_file_location("_moto_server_fixes", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.deliver_event_account()
+
+
+_deliver_event_account()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -26,7 +26,10 @@ event" into a Lambda handler that:
   later instead of running twice concurrently;
 * treats an event replayed from the bus's archive like any redelivery (skipped
   when done), except when the replay's name asks this consumer to reprocess
-  it: then once more per such replay (:mod:`dynamodb_outbox.replays`).
+  it: then once more per such replay (:mod:`dynamodb_outbox.replays`);
+* refuses, without processing it, a message its bus or topic cannot have
+  delivered (:mod:`dynamodb_outbox.sender_checks`): a replay name counts only
+  on an EventBridge event from the bus the module configured.
 
 "Once" has one gap no consumer-side library can close: if the function
 succeeds but saving the COMPLETED record then fails, the message comes back and
@@ -62,7 +65,6 @@ import contextlib
 import enum
 import functools
 import inspect
-import json
 import os
 import time
 from collections import Counter
@@ -87,11 +89,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
 from dynamodb_outbox.event_ids import event_id_milliseconds
-from dynamodb_outbox.replays import is_reprocess_for, replay_name_of
+from dynamodb_outbox.replays import is_reprocess_for
+from dynamodb_outbox.sender_checks import (
+    ExpectedSender,
+    UntrustedSender,
+    expected_sender_from_environment,
+    read_body,
+)
 
 # Same namespace as the publisher, so one dashboard holds the whole pipeline.
 from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
+    ENV_CONSUMER_NAME,
     ENV_EXPIRES_AFTER_SECONDS,
     integer_env,
 )
@@ -111,6 +120,7 @@ __all__ = [
     "METRIC_FAILED",
     "METRIC_PROCESSED",
     "METRIC_UNATTEMPTED",
+    "METRIC_UNTRUSTED",
     "BatchItemFailure",
     "LambdaHandler",
     "MalformedBatch",
@@ -137,7 +147,6 @@ DEFAULT_EXPIRES_AFTER_SECONDS: Final = 7 * 24 * 60 * 60
 
 DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-consumer"
 
-ENV_CONSUMER_NAME: Final = "OUTBOX_CONSUMER_NAME"
 _ENV_LAMBDA_FUNCTION_NAME: Final = "AWS_LAMBDA_FUNCTION_NAME"
 _ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 _ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
@@ -149,6 +158,9 @@ METRIC_PROCESSED: Final = "ProcessedEvents"
 METRIC_DUPLICATE: Final = "DuplicateEvents"
 METRIC_FAILED: Final = "FailedEvents"
 METRIC_UNATTEMPTED: Final = "UnattemptedEvents"
+#: Messages refused because they are not what the module's bus or topic delivers
+#: (dynamodb_outbox.sender_checks); each is also counted in FailedEvents.
+METRIC_UNTRUSTED: Final = "UntrustedEvents"
 
 #: No record is started with less time left than this (or a fifth of the invocation).
 DEFAULT_STOP_MARGIN_SECONDS: Final = 5.0
@@ -220,38 +232,11 @@ def parse_body(body: object, *, parse_float: Callable[[str], Any] = float) -> En
       JSON>", ...}``. Accepted so that forgetting ``raw_message_delivery`` on a
       subscription costs nothing.
 
-    Raises :class:`InvalidEnvelope` (with the reason) for anything else.
+    Raises :class:`InvalidEnvelope` (with the reason) for anything else. It
+    checks no sender: a consumer checks the one it was configured to expect
+    (:mod:`dynamodb_outbox.sender_checks`).
     """
-    if not isinstance(body, str | bytes):
-        raise InvalidEnvelope(f"message body must be a string, got {type(body).__name__}")
-    try:
-        data = json.loads(body, parse_float=parse_float)
-    except RecursionError:
-        raise InvalidEnvelope("message body nests too deep to be an outbox event") from None
-    except ValueError as exc:
-        raise InvalidEnvelope(f"message body is not valid JSON: {exc}") from exc
-    if not isinstance(data, Mapping):
-        raise InvalidEnvelope(f"message body must be a JSON object, got {type(data).__name__}")
-
-    if data.get("Type") == "Notification" and "Message" in data:
-        message = data["Message"]
-        if not isinstance(message, str):
-            raise InvalidEnvelope("SNS notification 'Message' must be a string")
-        return Envelope.from_json(message, parse_float=parse_float)
-
-    if "detail-type" in data and "detail" in data:
-        envelope = Envelope.from_dict(data["detail"])
-        # Rules route on detail-type. A mismatch means the producer broke the
-        # contract, and this queue may hold an event it never subscribed to:
-        # send it to the DLQ for a human rather than act on a guess.
-        if data["detail-type"] != envelope.type:
-            raise InvalidEnvelope(
-                f"EventBridge detail-type {data['detail-type']!r} does not match "
-                f"envelope type {envelope.type!r}"
-            )
-        return envelope
-
-    return Envelope.from_dict(data)
+    return read_body(body, parse_float=parse_float).envelope
 
 
 def is_fifo(event_source_arn: object) -> bool:
@@ -317,6 +302,8 @@ class _Outcome(enum.Enum):
     PROCESSED = "processed"
     DUPLICATE = "duplicate"
     FAILED = "failed"
+    #: Failed because of its sender (sender_checks): also counted as FAILED.
+    UNTRUSTED = "untrusted"
 
 
 def process_sqs_batch(
@@ -331,6 +318,7 @@ def process_sqs_batch(
     metrics: Metrics | None = None,
     stop_margin_seconds: float = DEFAULT_STOP_MARGIN_SECONDS,
     parse_float: Callable[[str], Any] = float,
+    expected_sender: ExpectedSender | None = None,
 ) -> PartialBatchResponse:
     """Run ``process_one`` once per event of an SQS batch; report failures by messageId.
 
@@ -361,9 +349,18 @@ def process_sqs_batch(
 
     ``parse_float`` reads the data's non-integer numbers (see :func:`parse_body`).
 
+    ``expected_sender`` is what every message must show (transport, bus or
+    topic: :mod:`dynamodb_outbox.sender_checks`); None reads it from the
+    environment the module sets. A message that does not show it fails alone,
+    counted in UntrustedEvents, and is never processed; a replay name is
+    honoured only on a genuine EventBridge event from the expected bus.
+
     Raises :class:`MalformedBatch` when a record has no messageId (see
-    :func:`_message_ids`) and ``ValueError`` when ``persistence_store`` was
-    configured for another function; both are whole-batch failures by design.
+    :func:`_message_ids`), ``ValueError`` when ``persistence_store`` was
+    configured for another function, and
+    :class:`~dynamodb_outbox.settings.ConfigurationError` when the environment
+    names a sender half-way (``OUTBOX_PUBLISH_TO`` without its bus or topic);
+    all are whole-batch failures by design: the messages stay queued.
     Every other problem (bad body, function error, event in progress elsewhere,
     idempotency store error) fails its record only.
     """
@@ -386,6 +383,7 @@ def process_sqs_batch(
             log.warning("lambda_context has no get_remaining_time_in_millis(); ignoring it")
     key_prefix = idempotency_key_prefix(consumer_name)
     _check_store(persistence_store, config, key_prefix)
+    sender = expected_sender if expected_sender is not None else expected_sender_from_environment()
 
     failures: list[str] = []
     failed_groups: set[str] = set()
@@ -420,9 +418,12 @@ def process_sqs_batch(
                 log,
                 parse_float,
                 consumer_name=consumer_name,
+                expected_sender=sender,
             )
             outcomes[outcome] += 1
-            if outcome is not _Outcome.FAILED:
+            if outcome is _Outcome.UNTRUSTED:
+                outcomes[_Outcome.FAILED] += 1
+            elif outcome is not _Outcome.FAILED:
                 continue
             failures.append(message_id)
             if fifo and group is not None:
@@ -450,6 +451,7 @@ def process_sqs_batch(
         metrics.add_metric(METRIC_DUPLICATE, MetricUnit.Count, outcomes[_Outcome.DUPLICATE])
         metrics.add_metric(METRIC_FAILED, MetricUnit.Count, outcomes[_Outcome.FAILED])
         metrics.add_metric(METRIC_UNATTEMPTED, MetricUnit.Count, unattempted)
+        metrics.add_metric(METRIC_UNTRUSTED, MetricUnit.Count, outcomes[_Outcome.UNTRUSTED])
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}
 
 
@@ -533,13 +535,23 @@ def _process_record(
     parse_float: Callable[[str], Any],
     *,
     consumer_name: str,
+    expected_sender: ExpectedSender,
 ) -> _Outcome:
     attributes = record.get("attributes")
     receive_count = (
         attributes.get("ApproximateReceiveCount") if isinstance(attributes, Mapping) else None
     )
     try:
-        envelope = parse_body(record.get("body"), parse_float=parse_float)
+        delivered = read_body(record.get("body"), expected_sender, parse_float=parse_float)
+    except UntrustedSender as exc:
+        # Not what the module's bus or topic delivers: a forgery, or a queue
+        # shared with another sender. Never processed; the DLQ keeps it.
+        log.error(
+            "message is not from the outbox's bus or topic; refused, returning it to the "
+            "queue (DLQ after maxReceiveCount)",
+            extra={"message_id": message_id, "reason": str(exc), "receive_count": receive_count},
+        )
+        return _Outcome.UNTRUSTED
     except Exception as exc:
         # A poison message fails alone, whatever parsing it raised (InvalidEnvelope,
         # or worse); SQS moves it to the DLQ after maxReceiveCount receives. The
@@ -554,8 +566,9 @@ def _process_record(
 
     # A replayed event is deduplicated by its id like any other, unless the
     # operator asked this consumer to reprocess it (dynamodb_outbox.replays).
-    replay = replay_name_of(record.get("body"))
-    reprocess = is_reprocess_for(replay, consumer_name)
+    # read_body returns a replay name only from a genuine EventBridge replay.
+    envelope, replay = delivered.envelope, delivered.replay_name
+    reprocess = delivered.replay_checked and is_reprocess_for(replay, consumer_name)
     if replay and not reprocess and _older_than(envelope.id, config.expires_after_seconds):
         # Its record, if it was processed, may have expired: running it could
         # apply it twice. Only a replay asked to reprocess may run it.
@@ -730,6 +743,9 @@ class OutboxConsumer:
     ``service`` = the same service name), flushed after every batch.
     ``parse_float=Decimal`` hands ``process_one`` data numbers with their
     exact digits instead of floats (see :mod:`dynamodb_outbox.payload_json`).
+    ``expected_sender`` is the bus or topic every message must come from; it
+    defaults to what the environment the module sets says
+    (:func:`~dynamodb_outbox.sender_checks.expected_sender_from_environment`).
     """
 
     def __init__(
@@ -743,6 +759,7 @@ class OutboxConsumer:
         metrics: Metrics | None = None,
         stop_margin_seconds: float = DEFAULT_STOP_MARGIN_SECONDS,
         parse_float: Callable[[str], Any] = float,
+        expected_sender: ExpectedSender | None = None,
     ) -> None:
         if (idempotency_table is None) == (persistence_store is None):
             raise ValueError("give exactly one of idempotency_table or persistence_store")
@@ -758,6 +775,10 @@ class OutboxConsumer:
         self.expires_after_seconds = expires_after_seconds
         self.stop_margin_seconds = stop_margin_seconds
         self.parse_float = parse_float
+        # Read once, so a misconfigured environment fails at construction.
+        self.expected_sender = (
+            expected_sender if expected_sender is not None else expected_sender_from_environment()
+        )
         self.persistence_store: BasePersistenceLayer = (
             persistence_store
             if persistence_store is not None
@@ -797,6 +818,7 @@ class OutboxConsumer:
             metrics=self.metrics,
             stop_margin_seconds=self.stop_margin_seconds,
             parse_float=self.parse_float,
+            expected_sender=self.expected_sender,
         )
 
     @overload

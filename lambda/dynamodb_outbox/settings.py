@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from dynamodb_outbox.table_keys import TableKeys
 
 __all__ = [
+    "CONSUMER_SENDER_ENVIRONMENT",
     "DEFAULT_METRICS_NAMESPACE",
     "ENV_CONSUMER_NAME",
+    "ENV_EVENT_BUS_ARN",
     "ENV_EVENT_BUS_NAME",
     "ENV_EXPIRES_AFTER_SECONDS",
     "ENV_IDEMPOTENCY_TABLE",
@@ -66,6 +68,14 @@ ENV_MAX_ITEMS: Final = "OUTBOX_SWEEPER_MAX_ITEMS"
 ENV_IDEMPOTENCY_TABLE: Final = "OUTBOX_IDEMPOTENCY_TABLE"
 ENV_EXPIRES_AFTER_SECONDS: Final = "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"
 ENV_CONSUMER_NAME: Final = "OUTBOX_CONSUMER_NAME"
+
+# Every consumer (dynamodb_outbox.sender_checks): the sender its messages must
+# show. OUTBOX_PUBLISH_TO picks the transport, and with it the body shape; the
+# bus's ARN (EventBridge) or OUTBOX_TOPIC_ARN (SNS) the account, region or topic.
+# The module sets them on its reference consumers and lists them in its
+# `consumer_environment` output for callers' own functions.
+ENV_EVENT_BUS_ARN: Final = "OUTBOX_EVENT_BUS_ARN"
+CONSUMER_SENDER_ENVIRONMENT: Final = (ENV_PUBLISH_TO, ENV_EVENT_BUS_ARN, ENV_TOPIC_ARN)
 
 
 class ConfigurationError(RuntimeError):

@@ -279,17 +279,17 @@ run "billing_and_audit_consumers_on_eventbridge" {
             && one(s.condition).test == "ArnEquals"
             && one(s.condition).variable == "aws:SourceArn"
             && toset(one(s.condition).values) == toset([aws_cloudwatch_event_rule.consumer[k].arn])
-          )
+          ) if s.sid != "NoOtherSender"
         ]
       ]
     ]))
-    error_message = "The queue and DLQ policies must allow only events.amazonaws.com to SendMessage, with aws:SourceArn = the consumer's rule."
+    error_message = "The queue and DLQ policies must allow only events.amazonaws.com to SendMessage, with aws:SourceArn = the consumer's rule (their Deny: trust_boundaries.tftest.hcl)."
   }
 
   assert {
     condition = (
-      one(data.aws_iam_policy_document.consumer_queue["billing"].statement).resources == toset([aws_sqs_queue.consumer["billing"].arn])
-      && one(data.aws_iam_policy_document.consumer_dlq["billing"].statement).resources == toset([aws_sqs_queue.consumer_dlq["billing"].arn])
+      alltrue([for s in data.aws_iam_policy_document.consumer_queue["billing"].statement : s.resources == toset([aws_sqs_queue.consumer["billing"].arn])])
+      && alltrue([for s in data.aws_iam_policy_document.consumer_dlq["billing"].statement : s.resources == toset([aws_sqs_queue.consumer_dlq["billing"].arn])])
     )
     error_message = "Each policy must name its own queue."
   }
@@ -352,8 +352,10 @@ run "billing_and_audit_consumers_on_eventbridge" {
       OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = "1728000"
       POWERTOOLS_SERVICE_NAME                  = "orders-outbox-audit"
       POWERTOOLS_METRICS_NAMESPACE             = "DynamoDBOutbox"
+      OUTBOX_PUBLISH_TO                        = "eventbridge"
+      OUTBOX_EVENT_BUS_ARN                     = "arn:aws:events:eu-west-1:111122223333:event-bus/orders-outbox"
     })
-    error_message = "The reference consumer's environment must name the idempotency table and the consumer (its key), and configure Powertools."
+    error_message = "The reference consumer's environment must name the idempotency table and the consumer (its key), the bus its messages must come from, and configure Powertools."
   }
 
   assert {
@@ -503,6 +505,8 @@ run "billing_and_audit_consumers_on_eventbridge" {
         OUTBOX_CONSUMER_NAME                     = "audit"
         OUTBOX_IDEMPOTENCY_TABLE                 = "orders-outbox-idempotency"
         OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = "1728000"
+        OUTBOX_PUBLISH_TO                        = "eventbridge"
+        OUTBOX_EVENT_BUS_ARN                     = output.consumer_environment.OUTBOX_EVENT_BUS_ARN
       }
       required_policy_json = data.aws_iam_policy_document.consumer["audit"].json
     }
@@ -790,7 +794,7 @@ run "sns_replaces_the_bus_with_a_topic_and_subscriptions" {
             && toset(one(s.principals).identifiers) == toset(["sns.amazonaws.com"])
             && one(s.condition).variable == "aws:SourceArn"
             && toset(one(s.condition).values) == toset([aws_sns_topic.this[0].arn])
-          )
+          ) if s.sid != "NoOtherSender"
         ]
       ]
     ]))
@@ -933,6 +937,13 @@ run "sns_fifo_creates_a_fifo_topic_and_per_consumer_fifo_queue_and_dlq" {
 run "sns_fifo_rejects_a_consumer_batch_size_above_10_and_a_stream_parallelization_factor_above_1" {
   command = plan
 
+  # The FIFO topic's ARN (its postcondition compares it with the one built from the name).
+  override_resource {
+    target          = aws_sns_topic.this[0]
+    override_during = plan
+    values          = { arn = "arn:aws:sns:eu-west-1:111122223333:orders-outbox.fifo" }
+  }
+
   variables {
     publish_to = "sns_fifo"
     # was run "sns_fifo_rejects_a_consumer_batch_size_above_10"
@@ -952,6 +963,13 @@ run "sns_fifo_rejects_a_consumer_batch_size_above_10_and_a_stream_parallelizatio
 
 run "sns_fifo_rejects_a_consumer_batching_window" {
   command = plan
+
+  # The FIFO topic's ARN (its postcondition compares it with the one built from the name).
+  override_resource {
+    target          = aws_sns_topic.this[0]
+    override_during = plan
+    values          = { arn = "arn:aws:sns:eu-west-1:111122223333:orders-outbox.fifo" }
+  }
 
   variables {
     publish_to = "sns_fifo"

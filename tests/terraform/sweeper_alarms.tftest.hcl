@@ -254,9 +254,12 @@ run "default_sweeper_index_function_iam_and_schedule" {
   assert {
     condition = (
       one(one(data.aws_iam_policy_document.sweeper_schedule_assume_role[0].statement).principals).identifiers == toset(["scheduler.amazonaws.com"])
-      && one(one(data.aws_iam_policy_document.sweeper_schedule_assume_role[0].statement).condition).values == tolist(["111122223333"])
+      && { for c in one(data.aws_iam_policy_document.sweeper_schedule_assume_role[0].statement).condition : "${c.test} ${c.variable}" => c.values } == {
+        "StringEquals aws:SourceAccount" = tolist(["111122223333"])
+        "ArnEquals aws:SourceArn"        = tolist(["arn:aws:scheduler:eu-west-1:111122223333:schedule-group/default"])
+      }
     )
-    error_message = "Only EventBridge Scheduler, for schedules of this account, may assume the schedule's role."
+    error_message = "Only EventBridge Scheduler, for schedules of this account's schedule group the sweeper's is in (aws:SourceAccount and aws:SourceArn), may assume the schedule's role."
   }
 
   assert {

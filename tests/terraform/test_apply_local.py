@@ -299,14 +299,34 @@ def test_consumer_queue_policies_let_only_the_rule_send(
         QueueUrl=consumer[f"{queue}_url"], AttributeNames=["Policy"]
     )["Attributes"]
 
-    statements = json.loads(attributes["Policy"])["Statement"]
-    assert len(statements) == 1
-    statement = statements[0]
-    assert statement["Effect"] == "Allow"
-    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
-    assert _as_list(statement["Action"]) == ["sqs:SendMessage"]
-    assert _as_list(statement["Resource"]) == [consumer[f"{queue}_arn"]]
-    assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": consumer["rule_arn"]}}
+    statements = {s["Effect"]: s for s in json.loads(attributes["Policy"])["Statement"]}
+    assert statements.keys() == {"Allow", "Deny"}
+    allow, deny = statements["Allow"], statements["Deny"]
+    assert allow["Principal"] == {"Service": "events.amazonaws.com"}
+    assert _as_list(allow["Action"]) == ["sqs:SendMessage"]
+    assert _as_list(allow["Resource"]) == [consumer[f"{queue}_arn"]]
+    assert allow["Condition"] == {"ArnEquals": {"aws:SourceArn": consumer["rule_arn"]}}
+    # Every IAM principal is refused (examples/local names no operator); AWS
+    # services are left to the Allow.
+    assert deny["Principal"] in ("*", {"AWS": "*"})
+    assert _as_list(deny["Action"]) == ["sqs:SendMessage"]
+    assert deny["Condition"] == {"BoolIfExists": {"aws:PrincipalIsAWSService": "false"}}
+
+
+def test_the_bus_admits_only_the_publisher_and_sweeper(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any]
+) -> None:
+    policy = json.loads(
+        aws_client("events").describe_event_bus(Name=outputs["event_bus_name"])["Policy"]
+    )
+    statements = {s["Effect"]: s for s in policy["Statement"]}
+    admitted = sorted(_as_list(statements["Allow"]["Principal"]["AWS"]))
+    publisher = outputs["publisher_role_arn"]
+    sweeper = publisher.removesuffix("-publisher") + "-sweeper"
+    assert admitted == sorted([publisher, sweeper])
+    deny = statements["Deny"]["Condition"]
+    assert sorted(_as_list(deny["ArnNotLike"]["aws:PrincipalArn"])) == admitted
+    assert deny["BoolIfExists"] == {"aws:PrincipalIsAWSService": "false"}
 
 
 def test_consumer_rule_matches_the_event_source_and_targets_the_queue_with_dlq_and_retries(
@@ -390,6 +410,8 @@ def test_reference_consumer_runs_the_bundled_handler_with_its_own_scoped_role(
         "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS": "1728000",
         "POWERTOOLS_SERVICE_NAME": f"outbox-local-{CONSUMER}",
         "POWERTOOLS_METRICS_NAMESPACE": "DynamoDBOutbox",
+        "OUTBOX_PUBLISH_TO": "eventbridge",
+        "OUTBOX_EVENT_BUS_ARN": outputs["event_bus_arn"],
     }
     assert len(policy_names) == 1
     resources = {s["Sid"]: _as_list(s["Resource"]) for s in document["Statement"]}

@@ -6,7 +6,7 @@ inline and attached policies are fetched and checked against an allow-list per
 role derived from the code that runs with it:
 
 - publisher (dynamodb_outbox.publisher): the stream mapping reads the stream
-  (DescribeStream, GetRecords, GetShardIterator, ListStreams) and sends failed
+  (DescribeStream, GetRecords, GetShardIterator) and sends failed
   batch records to the on-failure queue (sqs:SendMessage); the handler publishes
   (events:PutEvents, or sns:Publish for PublishBatch), deletes published items
   (BatchWriteItem) and quarantines poison items (UpdateItem); on the ordered
@@ -41,7 +41,6 @@ STREAM_READ = {
     "dynamodb:DescribeStream",
     "dynamodb:GetRecords",
     "dynamodb:GetShardIterator",
-    "dynamodb:ListStreams",
 }
 
 # role kind -> (allowed actions, actions that must be granted)

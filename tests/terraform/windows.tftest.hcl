@@ -65,11 +65,11 @@ run "default_window_is_twenty_days_and_reaches_the_function_and_the_output" {
   assert {
     condition = (
       output.consumers["audit"].idempotency_expires_after_seconds == 20 * 86400
-      && output.consumers["audit"].environment == {
+      && output.consumers["audit"].environment == merge({
         OUTBOX_CONSUMER_NAME                     = "audit"
         OUTBOX_IDEMPOTENCY_TABLE                 = "orders-outbox-idempotency"
         OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = tostring(20 * 86400)
-      }
+      }, output.consumer_environment)
     )
     error_message = "The consumers output must give a caller's own function the same window and settings as the reference consumer."
   }
