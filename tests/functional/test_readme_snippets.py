@@ -77,68 +77,6 @@ def test_the_change_an_entity_snippet_pays_once_then_answers_409_and_404(
     assert outbox["Item"]["event_type"] == {"S": "OrderPaid"}
 
 
-def test_the_testing_snippet_drives_the_readme_consumer_with_built_records(
-    aws: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # GIVEN the README's writer and consumer, with their tables
-    from tests.support.moto_tables import create_idempotency_table
-
-    create_orders_table()
-    monkeypatch.setenv(
-        "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
-    )
-    charged: list[str] = []
-    namespace: dict[str, Any] = {"charge": lambda order_id, total: charged.append(order_id)}
-    exec(compile(producer_blocks()[0], "README producer", "exec"), namespace)
-    consumer_block = python_blocks("### Consumer code")[0]
-    exec(compile(consumer_block, "README consumer", "exec"), namespace)
-
-    # WHEN the "Testing your service" snippet runs as printed
-    block = python_blocks("## Testing your service")[0]
-    exec(compile(block, "README testing", "exec"), namespace)
-
-    # THEN the consumer charged once: the second delivery was skipped as a duplicate
-    assert charged == ["1001"]
-
-
-def test_the_whole_path_snippet_takes_both_orders_from_the_table_to_billing(
-    aws: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # GIVEN the README's writer (its order written) and consumer, the table streaming
-    from dynamodb_outbox import publisher
-    from tests.support.moto_tables import create_idempotency_table
-
-    create_orders_table(stream=True)
-    monkeypatch.setenv(
-        "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
-    )
-    for name in ("OUTBOX_TABLE_NAME", "OUTBOX_EVENT_BUS_NAME"):
-        monkeypatch.delenv(name, raising=False)  # restored after the snippet sets them
-    charged: list[str] = []
-    namespace: dict[str, Any] = {"charge": lambda order_id, total: charged.append(order_id)}
-    exec(compile(producer_blocks()[0], "README producer", "exec"), namespace)
-    consumer_block = python_blocks("### Consumer code")[0]
-    exec(compile(consumer_block, "README consumer", "exec"), namespace)
-
-    # WHEN the whole-path snippet runs as printed
-    try:
-        block = python_blocks("## Testing your service")[1]
-        exec(compile(block, "README whole path", "exec"), namespace)
-    finally:
-        publisher.default_runtime.cache_clear()
-
-    # THEN billing charged each order once, through the stream, the bus and the queue
-    assert sorted(charged) == ["1001", "1002"]
-    sqs = boto3.client("sqs")
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=namespace["queue_url"], AttributeNames=["ApproximateNumberOfMessages"]
-    )["Attributes"]
-    assert attributes["ApproximateNumberOfMessages"] == "0"
-    # AND the outbox items are gone: only the orders remain
-    items = boto3.client("dynamodb").scan(TableName="orders")["Items"]
-    assert sorted(item["SK"]["S"] for item in items) == ["META", "META"]
-
-
 def test_the_typed_payload_snippet_hands_the_function_the_model(
     aws: None, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
