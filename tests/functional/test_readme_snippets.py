@@ -90,7 +90,7 @@ def test_the_typed_payload_snippet_hands_the_function_the_model(
         "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
     )
     namespace: dict[str, Any] = {}
-    consumer_block, typed_block = python_blocks("### Consumer code")
+    consumer_block, typed_block = python_blocks("### Consumer code")[:2]
     exec(compile(consumer_block, "README consumer", "exec"), namespace)
     exec(compile(typed_block, "README typed consumer", "exec"), namespace)
 
@@ -103,3 +103,36 @@ def test_the_typed_payload_snippet_hands_the_function_the_model(
     # THEN the good one was shipped with its parsed order, the other one failed alone
     assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][1]["messageId"]}]}
     assert f"shipping 1001 for event {good.id}" in capsys.readouterr().out
+
+
+def test_the_router_snippet_sends_each_type_to_its_function_and_fails_unknown_ones(
+    aws: None, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    # GIVEN the README's consumer, its typed model and its router
+    from dynamodb_outbox.local import LambdaContext
+    from dynamodb_outbox.local.records import consumer_event
+    from tests.factories import make_envelope
+    from tests.support.moto_tables import create_idempotency_table
+
+    monkeypatch.setenv(
+        "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
+    )
+    namespace: dict[str, Any] = {}
+    for number, block in enumerate(python_blocks("### Consumer code")[:3]):
+        exec(compile(block, f"README consumer {number}", "exec"), namespace)
+
+    # WHEN a batch carries the two routed types, an ignored one and an unknown one
+    event = consumer_event(
+        [
+            make_envelope(type="OrderCreated", data={"order_id": "1", "total": 5}),
+            make_envelope(type="OrderPaid", data={"order_id": "1", "amount": 5}),
+            make_envelope(type="OrderShipped", data={}),
+            make_envelope(type="OrderRefunded", data={}),
+        ]
+    )
+    response = namespace["billing"](event, LambdaContext("arn:aws:lambda:us-east-1:1:function:b"))
+
+    # THEN each routed type ran its function; only the unknown type's message failed
+    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][3]["messageId"]}]}
+    printed = capsys.readouterr().out
+    assert "invoicing 1" in printed and "settling 1 5.0" in printed
