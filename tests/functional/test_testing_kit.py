@@ -140,3 +140,24 @@ def test_the_consumer_queue_has_the_modules_redrive_and_visibility() -> None:
         assert queue.queue_url.endswith("/orders-billing-consumer")
         assert attributes["VisibilityTimeout"] == "180"  # 6 x the 30 s function timeout
         assert json.loads(attributes["RedrivePolicy"])["maxReceiveCount"] == 5
+
+
+def test_two_consumers_loaded_by_path_each_get_their_own_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in ("kit_one", "kit_two"):
+        (tmp_path / f"{module}.py").write_text(
+            "import os\n"
+            "from dynamodb_outbox import OutboxConsumer\n"
+            "consumer = OutboxConsumer(idempotency_table=os.environ['OUTBOX_IDEMPOTENCY_TABLE'])\n"
+            "handler = consumer.handler(lambda event: None)\n"
+        )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with isolated_aws(), OutboxStack() as stack:
+        stack.add_consumer("one", "kit_one:handler")
+        stack.add_consumer("two", "kit_two:handler")
+        in_process = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="three")
+
+        assert [sys.modules[m].consumer.name for m in ("kit_one", "kit_two")] == ["one", "two"]
+        assert in_process.name == "three"
+        assert "OUTBOX_CONSUMER_NAME" not in os.environ

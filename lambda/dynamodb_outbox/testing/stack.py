@@ -178,14 +178,25 @@ class OutboxStack:
         The module is imported again (dropped from ``sys.modules`` first), so
         what it builds at import time (``OutboxConsumer(...)`` reading
         ``OUTBOX_IDEMPOTENCY_TABLE`` / ``OUTBOX_CONSUMER_NAME``) is built in this
-        test, against this stack.
+        test, against this stack. The environment is the consumer's during the
+        import only: several consumers can be loaded in one test.
         """
         module_name, _, attribute = target.partition(":")
         if not module_name or not attribute:
             raise ValueError(f"target must be 'package.module:handler', got {target!r}")
-        os.environ.update(self.consumer_environment(key))
-        sys.modules.pop(module_name, None)
-        handler: Handler = getattr(importlib.import_module(module_name), attribute)
+        environment = self.consumer_environment(key)
+        saved = {name: os.environ.get(name) for name in environment}
+        os.environ.update(environment)
+        try:
+            sys.modules.pop(module_name, None)
+            handler: Handler = getattr(importlib.import_module(module_name), attribute)
+        finally:
+            # Another consumer built later in the same test gets its own name.
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
         return handler
 
     def add_consumer(
