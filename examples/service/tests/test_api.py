@@ -5,7 +5,8 @@ from decimal import Decimal
 from uuid import UUID
 
 import boto3
-from orders_service.api import orders_writer, pay_order, place_order
+from botocore.exceptions import ClientError
+from orders_service.api import orders_writer, pay_order, place_order, response_for
 
 from dynamodb_outbox.testing import OutboxStack
 
@@ -45,3 +46,9 @@ def test_a_naive_datetime_answers_400_naming_the_value(stack: OutboxStack) -> No
 
     assert status == 400
     assert "naive datetime" in body["error"]
+
+
+def test_a_throttled_write_answers_503() -> None:
+    throttled = ClientError({"Error": {"Code": "ThrottlingException"}}, "TransactWriteItems")
+
+    assert response_for(throttled) == (503, {"error": "try again"})
