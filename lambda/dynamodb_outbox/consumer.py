@@ -96,11 +96,13 @@ from dynamodb_outbox.sender_checks import (
     expected_sender_from_environment,
     read_body,
 )
+from dynamodb_outbox.routing import Router
 
 # Same namespace as the publisher, so one dashboard holds the whole pipeline.
 from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
     ENV_CONSUMER_NAME,
+    ConfigurationError,
     ENV_EXPIRES_AFTER_SECONDS,
     integer_env,
 )
@@ -712,9 +714,17 @@ def _process_envelope(
 
 
 def _resolve_name(name: str | None) -> str:
-    resolved = (
-        name or os.environ.get(ENV_CONSUMER_NAME) or os.environ.get(_ENV_LAMBDA_FUNCTION_NAME)
-    )
+    from_environment = os.environ.get(ENV_CONSUMER_NAME)
+    if name and from_environment and name != from_environment:
+        # The module grants this function its idempotency keys by its consumer
+        # key (IAM dynamodb:LeadingKeys on idempotency#<key>#...) and sets that
+        # key here: another name in code would be denied every write on AWS.
+        raise ConfigurationError(
+            f"the consumer is named {name!r} in code but {ENV_CONSUMER_NAME}={from_environment!r} "
+            "(the module's consumers key, which its IAM policy grants): drop name=... to use "
+            f"the environment's, or make them the same"
+        )
+    resolved = name or from_environment or os.environ.get(_ENV_LAMBDA_FUNCTION_NAME)
     if not resolved:
         raise ValueError(
             f"the consumer needs a name to scope its idempotency keys: pass name=..., "
@@ -732,11 +742,13 @@ class OutboxConsumer:
     Give it the idempotency table (``idempotency_table``, hash key ``id`` of
     type S, TTL on ``expiration``) or, in tests, any Powertools
     ``persistence_store``. ``name`` scopes the idempotency keys; it defaults to
-    ``$OUTBOX_CONSUMER_NAME``, then the Lambda function name.
-    ``expires_after_seconds`` (how long an event id is remembered) defaults to
-    ``$OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS``, which the module sets to the
-    window it derives (its ``consumers`` output's ``environment``), then to
-    :data:`DEFAULT_EXPIRES_AFTER_SECONDS`. Logs go to
+    ``$OUTBOX_CONSUMER_NAME`` (the module sets it to the consumer's key), then the
+    Lambda function name; a ``name`` that differs from ``$OUTBOX_CONSUMER_NAME``
+    raises :class:`~dynamodb_outbox.settings.ConfigurationError` (IAM would deny
+    its idempotency writes). ``expires_after_seconds`` (how long an event id is
+    remembered) defaults to ``$OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS``, which
+    the module sets to the window it derives (its ``consumers`` output's
+    ``environment``), then to :data:`DEFAULT_EXPIRES_AFTER_SECONDS`. Logs go to
     ``logger`` (default: a Powertools Logger named ``$POWERTOOLS_SERVICE_NAME``
     or the consumer name); metrics to ``metrics`` (default: CloudWatch EMF in
     ``$POWERTOOLS_METRICS_NAMESPACE`` or ``DynamoDBOutbox``, dimension
@@ -840,6 +852,9 @@ class OutboxConsumer:
         ``process_one`` may be ``async def``: each event is then awaited (see the
         module docstring). The handler keeps its name and docstring.
 
+        ``consumer.handler(router)`` with a :class:`~dynamodb_outbox.routing.Router`
+        runs the route of each event's type.
+
         ``@consumer.handler(model=OrderCreated)`` (a Pydantic v2 model) calls
         ``process_one(envelope, OrderCreated.model_validate(envelope.data))``;
         a payload the model refuses fails its message like any exception
@@ -858,6 +873,8 @@ class OutboxConsumer:
             return decorate
         if model is not None:
             raise TypeError("use @consumer.handler(model=...) to parse payloads with a model")
+        if isinstance(process_one, Router):  # routing by event type (dynamodb_outbox.routing)
+            return self._handler(process_one.process_one())
         return self._handler(process_one)
 
     def _handler(self, process_one: Callable[[Envelope], object]) -> LambdaHandler:

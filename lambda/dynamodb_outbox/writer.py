@@ -52,9 +52,10 @@ import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, DecimalException, InvalidOperation
 from typing import TYPE_CHECKING, Any, Final, TypedDict, cast
+from uuid import UUID
 
 import boto3
 from boto3.dynamodb.types import TypeSerializer
@@ -339,7 +340,11 @@ def _serialize(value: Any, path: str) -> dict[str, Any]:
             f"{type(exc).__name__}"
         ) from exc
     except TypeError as exc:
-        raise InvalidWrite(f"attribute {path!r} cannot be stored in DynamoDB: {exc}") from exc
+        raise InvalidWrite(
+            f"attribute {path!r} cannot be stored in DynamoDB: {exc}; convert it first to "
+            "str, int, Decimal, bool, bytes, None, a list, a dict or a set (datetime, date "
+            "and UUID are stored as their ISO 8601 / canonical text)"
+        ) from exc
     return serialized
 
 
@@ -363,6 +368,13 @@ def _prepare(value: Any, path: str, depth: int = 1) -> Any:
         return prepared
     if isinstance(value, list | tuple):
         return [_prepare(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
+    if isinstance(value, datetime | date | UUID):
+        # Stored as the text event data gets (dynamodb_outbox.payload_json): one
+        # rule for both halves of a write; read back, it is that string.
+        try:
+            return to_json_value(value, path=path)
+        except PayloadNotEncodable as exc:
+            raise InvalidWrite(f"attribute {exc}") from exc
     if isinstance(value, set | frozenset):
         if not value:
             raise InvalidWrite(
