@@ -90,20 +90,20 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
 from dynamodb_outbox.event_ids import event_id_milliseconds
 from dynamodb_outbox.replays import is_reprocess_for
+from dynamodb_outbox.routing import Router
 from dynamodb_outbox.sender_checks import (
     ExpectedSender,
     UntrustedSender,
     expected_sender_from_environment,
     read_body,
 )
-from dynamodb_outbox.routing import Router
 
 # Same namespace as the publisher, so one dashboard holds the whole pipeline.
 from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
     ENV_CONSUMER_NAME,
-    ConfigurationError,
     ENV_EXPIRES_AFTER_SECONDS,
+    ConfigurationError,
     integer_env,
 )
 from dynamodb_outbox.stream_types import BatchItemFailure, PartialBatchResponse
