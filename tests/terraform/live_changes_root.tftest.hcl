@@ -153,9 +153,29 @@ run "retiring_a_consumer_stops_delivery_and_keeps_its_queue_draining" {
   }
 }
 
-run "acknowledged_transport_switch_is_applied" {
+# The runbook of docs/live-changes.md, "Switching publish_to".
+run "runbook_1_pausing_publishing_is_not_refused" {
+  variables {
+    stream_mapping = { enabled = false }
+    sweeper        = { enabled = false }
+  }
+
+  assert {
+    condition     = !aws_lambda_event_source_mapping.publisher.enabled && length(aws_scheduler_schedule.sweeper) == 0
+    error_message = "Step 1 stops the stream path and the sweeper."
+  }
+
+  assert {
+    condition     = length(module.live_changes.unacknowledged) == 0
+    error_message = "Pausing destroys nothing."
+  }
+}
+
+run "runbook_3_acknowledged_switch_is_applied_while_paused" {
   variables {
     publish_to           = "sns"
+    stream_mapping       = { enabled = false }
+    sweeper              = { enabled = false }
     acknowledged_changes = { serial = 1, changes = ["publish_to=sns"] }
     consumers = {
       billing = { filter_policy = "{\"event_type\":[\"OrderCreated\"]}" }
@@ -165,5 +185,55 @@ run "acknowledged_transport_switch_is_applied" {
   assert {
     condition     = module.live_changes.recorded_serial == 1 && length(module.live_changes.unacknowledged) == 0
     error_message = "The named switch is applied and recorded."
+  }
+
+  assert {
+    condition     = length(aws_cloudwatch_event_bus.this) == 0 && length(aws_sns_topic_subscription.consumer) == 1
+    error_message = "The bus is gone and the consumer subscribes to the topic."
+  }
+}
+
+run "runbook_4_resuming_needs_no_acknowledgement" {
+  variables {
+    publish_to           = "sns"
+    acknowledged_changes = { serial = 1, changes = ["publish_to=sns"] }
+    consumers = {
+      billing = { filter_policy = "{\"event_type\":[\"OrderCreated\"]}" }
+    }
+  }
+
+  assert {
+    condition     = aws_lambda_event_source_mapping.publisher.enabled && length(aws_scheduler_schedule.sweeper) == 1
+    error_message = "Publishing resumes."
+  }
+
+  assert {
+    condition     = length(module.live_changes.unacknowledged) == 0
+    error_message = "Resuming destroys nothing and the applied acknowledgement may stay."
+  }
+}
+
+run "switching_back_is_refused_again" {
+  command = plan
+
+  variables {
+    acknowledged_changes = { serial = 1, changes = ["publish_to=sns"] }
+  }
+
+  # The old acknowledgement names nothing this plan differs by: the check says so.
+  expect_failures = [terraform_data.live_changes, check.acknowledged_changes_pending]
+}
+
+# docs/live-changes.md, "Removing a consumer": retire (above), drain, remove.
+run "removing_the_consumer_once_acknowledged" {
+  variables {
+    publish_to           = "sns"
+    acknowledged_changes = { serial = 2, changes = ["consumers.billing=removed"] }
+    consumers            = {}
+  }
+
+  assert {
+    condition     = length(aws_sqs_queue.consumer) == 0 && length(module.live_changes.unacknowledged) == 0
+    error_message = "The named removal is applied."
   }
 }
