@@ -88,7 +88,7 @@ def test_switching_to_sns_fifo_is_refused_naming_the_change(
     result, _ = _plan(local_stack, tf_cli_config, tmp_path, {"publish_to": "sns_fifo"})
 
     assert result.returncode == 1, describe(result)
-    assert "terraform_data.live_changes" in result.stderr, describe(result)
+    assert 'resource "terraform_data" "live_changes"' in result.stderr, describe(result)
     assert '["publish_to=sns_fifo"]' in " ".join(result.stderr.split()), describe(result)
 
 
