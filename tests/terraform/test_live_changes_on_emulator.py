@@ -107,10 +107,12 @@ def test_acknowledged_switch_to_sns_fifo_replaces_the_queues_and_deletes_the_bus
     )
 
     assert result.returncode == 0, describe(result)
-    assert {address: actions[address] for address in QUEUES} == dict.fromkeys(QUEUES, REPLACE)
-    assert {address: actions[address] for address in BUS_PATH} == dict.fromkeys(
-        BUS_PATH, ["delete"]
-    )
+    assert {address: actions[address] for address in QUEUES} == {
+        address: REPLACE for address in QUEUES
+    }
+    assert {address: actions[address] for address in BUS_PATH} == {
+        address: ["delete"] for address in BUS_PATH
+    }
     assert actions["module.outbox.aws_dynamodb_table.this[0]"] == ["no-op"]
 
 
@@ -129,9 +131,9 @@ def test_acknowledged_switch_to_sns_keeps_the_queues_and_deletes_the_bus_path(
 
     assert result.returncode == 0, describe(result)
     assert all(actions[address] in (["no-op"], ["update"]) for address in QUEUES), actions
-    assert {address: actions[address] for address in BUS_PATH} == dict.fromkeys(
-        BUS_PATH, ["delete"]
-    )
+    assert {address: actions[address] for address in BUS_PATH} == {
+        address: ["delete"] for address in BUS_PATH
+    }
 
 
 def test_removing_a_consumer_is_refused_and_adding_one_is_not(
