@@ -1,5 +1,10 @@
 """Changes to a running stack, planned with the real provider against examples/local applied.
 
+Two plans (each ~30 s on the emulator's worker): the refusal, and what an
+acknowledged switch to ``sns_fifo`` replaces and deletes. The switch to ``sns``
+(queues kept) and the runbooks are planned and applied on the mock provider
+(live_changes_root.tftest.hcl).
+
 The session's stack (``local_stack``, eventbridge, one consumer ``audit``) is the
 "running stack". Each test plans a change against its state, without applying
 it: what the provider replaces or deletes is what the hashicorp/aws schema says,
@@ -82,26 +87,35 @@ def _plan(
     return result, actions
 
 
-def test_switching_to_sns_fifo_is_refused_naming_the_change(
+def test_switching_to_sns_fifo_and_removing_a_consumer_are_refused_naming_both(
     local_stack: Any, tf_cli_config: Path, tmp_path: Path
 ) -> None:
-    result, _ = _plan(local_stack, tf_cli_config, tmp_path, {"publish_to": "sns_fifo"})
+    result, _ = _plan(
+        local_stack,
+        tf_cli_config,
+        tmp_path,
+        {"publish_to": "sns_fifo", "consumer_keys": ["billing"]},
+    )
 
     assert result.returncode == 1, describe(result)
     assert 'resource "terraform_data" "live_changes"' in result.stderr, describe(result)
-    assert '["publish_to=sns_fifo"]' in " ".join(result.stderr.split()), describe(result)
+    assert '["consumers.audit=removed","publish_to=sns_fifo"]' in " ".join(result.stderr.split()), (
+        describe(result)
+    )
 
 
 def test_acknowledged_switch_to_sns_fifo_replaces_the_queues_and_deletes_the_bus_path(
     local_stack: Any, tf_cli_config: Path, tmp_path: Path
 ) -> None:
-    """What the acknowledgement accepts: docs/live-changes.md, publish_to."""
+    """What the acknowledgement accepts (docs/live-changes.md, publish_to); a consumer
+    added in the same plan needs none."""
     result, actions = _plan(
         local_stack,
         tf_cli_config,
         tmp_path,
         {
             "publish_to": "sns_fifo",
+            "consumer_keys": ["audit", "billing"],
             "acknowledged_changes": {"serial": 1, "changes": ["publish_to=sns_fifo"]},
         },
     )
@@ -113,39 +127,5 @@ def test_acknowledged_switch_to_sns_fifo_replaces_the_queues_and_deletes_the_bus
     assert {address: actions[address] for address in BUS_PATH} == {
         address: ["delete"] for address in BUS_PATH
     }
-    assert actions["module.outbox.aws_dynamodb_table.this[0]"] == ["no-op"]
-
-
-def test_acknowledged_switch_to_sns_keeps_the_queues_and_deletes_the_bus_path(
-    local_stack: Any, tf_cli_config: Path, tmp_path: Path
-) -> None:
-    result, actions = _plan(
-        local_stack,
-        tf_cli_config,
-        tmp_path,
-        {
-            "publish_to": "sns",
-            "acknowledged_changes": {"serial": 1, "changes": ["publish_to=sns"]},
-        },
-    )
-
-    assert result.returncode == 0, describe(result)
-    assert all(actions[address] in (["no-op"], ["update"]) for address in QUEUES), actions
-    assert {address: actions[address] for address in BUS_PATH} == {
-        address: ["delete"] for address in BUS_PATH
-    }
-
-
-def test_removing_a_consumer_is_refused_and_adding_one_is_not(
-    local_stack: Any, tf_cli_config: Path, tmp_path: Path
-) -> None:
-    removed, _ = _plan(local_stack, tf_cli_config, tmp_path, {"consumer_keys": ["billing"]})
-    added, actions = _plan(
-        local_stack, tf_cli_config, tmp_path, {"consumer_keys": ["audit", "billing"]}
-    )
-
-    assert removed.returncode == 1, describe(removed)
-    assert '["consumers.audit=removed"]' in " ".join(removed.stderr.split()), describe(removed)
-    assert added.returncode == 0, describe(added)
-    assert all(actions[address] == ["no-op"] for address in QUEUES), actions
     assert actions['module.outbox.aws_sqs_queue.consumer["billing"]'] == ["create"]
+    assert actions["module.outbox.aws_dynamodb_table.this[0]"] == ["no-op"]
