@@ -54,8 +54,9 @@ locals {
 
   # Where each consumer's events come from: its rule, or the topic (var.consumers
   # validates that each has the pattern or filter policy publish_to needs).
-  consumer_rules         = local.publish_to_sns ? {} : { for key, c in var.consumers : key => c if c.event_pattern != null }
-  consumer_subscriptions = local.publish_to_sns ? { for key, c in var.consumers : key => c if c.filter_policy != null } : {}
+  # A retired consumer has neither: its queue only drains (variables.tf).
+  consumer_rules         = local.publish_to_sns ? {} : { for key, c in var.consumers : key => c if c.event_pattern != null && !c.retired }
+  consumer_subscriptions = local.publish_to_sns ? { for key, c in var.consumers : key => c if c.filter_policy != null && !c.retired } : {}
 
   consumer_source_service = local.publish_to_sns ? "sns.amazonaws.com" : "events.amazonaws.com"
   consumer_source_arns = merge(

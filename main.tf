@@ -219,3 +219,58 @@ locals {
     local.existing_table_kms_key_arn,
   ]))
 }
+
+################################################################################
+# Changes to a running stack
+################################################################################
+
+locals {
+  # What holds events or messages, as modules/live-changes compares it with the
+  # shape recorded by the last acknowledging apply: a plan that would destroy or
+  # empty any of it stops unless var.acknowledged_changes names the change.
+  live_shape = {
+    name                         = var.name
+    publish_to                   = var.publish_to
+    table                        = var.table.create ? "${local.table_name} (${local.partition_key}, ${local.sort_key})" : "none"
+    stream_view_type             = var.table.stream_view_type
+    sweeper                      = var.sweeper.enabled
+    event_bus                    = local.create_event_bus ? local.event_bus_name : "none"
+    event_archive                = local.create_event_archive
+    event_archive_retention_days = var.event_archive.retention_days
+    consumers = {
+      for key, c in var.consumers : key => {
+        retired                   = c.retired
+        message_retention_seconds = c.message_retention_seconds
+      }
+    }
+  }
+}
+
+module "live_changes" {
+  source = "./modules/live-changes"
+
+  shape        = local.live_shape
+  acknowledged = var.acknowledged_changes
+}
+
+# The refusal: a precondition, so the plan stops before anything is applied.
+resource "terraform_data" "live_changes" {
+  input = module.live_changes.recorded_serial
+
+  lifecycle {
+    precondition {
+      condition     = length(module.live_changes.unacknowledged) == 0
+      error_message = <<-EOT
+        This plan would destroy or empty resources holding events or queued messages: ${join(", ", module.live_changes.unacknowledged)}.
+        Each is refused until you name it. Follow its runbook in docs/live-changes.md (pause publishing, drain the queues), then name exactly these in acknowledged_changes.changes, ${jsonencode(module.live_changes.unacknowledged)}, with acknowledged_changes.serial one above the value of the last apply that acknowledged changes (${module.live_changes.serial} in this plan; if you raised it already for this change, keep it).
+      EOT
+    }
+  }
+}
+
+check "acknowledged_changes_pending" {
+  assert {
+    condition     = length(module.live_changes.stale) == 0
+    error_message = "acknowledged_changes.changes names changes that differ from nothing recorded: ${join(", ", module.live_changes.stale)}. Check their spelling against docs/live-changes.md, or remove them."
+  }
+}

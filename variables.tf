@@ -357,6 +357,49 @@ variable "publish_to" {
 }
 
 ################################################################################
+# Changes to a running stack
+################################################################################
+
+variable "acknowledged_changes" {
+  description = <<-EOT
+    Changes to a running stack that destroy or empty something holding events or queued
+    messages, which the plan refuses until they are named here (docs/live-changes.md gives
+    each one's runbook; the refusal message lists the exact strings):
+    - `publish_to=<new>`: switching transport deletes the bus with its rules, archive and
+      DLQ (or the topic and subscriptions); to or from "sns_fifo" it also replaces every
+      consumer queue and DLQ.
+    - `name=<new>`: every resource is renamed, so replaced: queues, DLQs, bus, archive (and
+      the table when its name is derived: `table=...` too).
+    - `table=<name> (<partition key>, <sort key>)` or `table=none`: the created table is
+      replaced (a new name or key) or no longer managed (`table.create = false`).
+    - `table.stream_view_type=<new>` with the sweeper off: a new stream; what the old one
+      still holds is published only by the sweeper.
+    - `event_bus=<name>|none`: the created bus is replaced or no longer created.
+    - `event_archive=disabled`, `event_archive.retention_days=<new>` (lower): archived events
+      deleted.
+    - `consumers.<key>=removed` (retire it first to drain its queue),
+      `consumers.<key>.message_retention_seconds=<new>` (lower).
+    `serial`: raise it by one with each apply that acknowledges changes (the module records
+    the stack's shape per serial in two `terraform_data` resources; docs/decisions.md).
+    `changes`: the changes acknowledged by that apply. A plan whose acknowledgements name
+    nothing pending warns (check "acknowledged_changes_pending"); leaving them is harmless.
+    A stack applied with an older version of the module has no record yet: its first apply
+    with this version records it and checks nothing.
+  EOT
+  type = object({
+    serial  = optional(number, 0)
+    changes = optional(set(string), [])
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = var.acknowledged_changes.serial >= 0 && floor(var.acknowledged_changes.serial) == var.acknowledged_changes.serial
+    error_message = "The acknowledged_changes.serial must be a whole number of at least 0, raised by one with each apply that acknowledges changes."
+  }
+}
+
+################################################################################
 # Functions (shared settings)
 ################################################################################
 
@@ -625,7 +668,10 @@ variable "consumers" {
     Queue consumers of the outbox's events, by a key of your choice (1 to 32 characters of
     lowercase letters, digits and hyphens, starting with a letter, not ending with a hyphen;
     `<name>-<key>-consumer` must stay within 64 characters). Adding or removing one never
-    touches the others. Per consumer the module creates an SQS queue `<name>-<key>-consumer`
+    touches the others. Removing one DELETES its queue and DLQ with every message still in
+    them: the plan refuses it until the removal is named in `acknowledged_changes`
+    (`consumers.<key>=removed`). Retire it first (`retired`, below) to let its queue drain
+    (docs/live-changes.md). Per consumer the module creates an SQS queue `<name>-<key>-consumer`
     and its DLQ `<name>-<key>-consumer-dlq` (14 days retention, redrive-allow limited to the
     queue), both encrypted (SSE-SQS, or `kms_key_arn`); the delivery from the bus or topic,
     whose undeliverable events also go to that DLQ; and an event source mapping that always
@@ -688,6 +734,14 @@ variable "consumers" {
       archive: docs/seams.md, Windows), 20 days with the defaults. An explicit value below
       that is refused at plan. The `consumers` output gives it to your own function
       (`environment`).
+    Retiring:
+    - `retired`: default false. true stops new events reaching the consumer (its rule or
+      subscription is deleted) and keeps its queue, DLQ, mapping and function, so that what
+      is queued is still consumed. Once the queue and DLQ are empty, remove the key (and
+      acknowledge `consumers.<key>=removed`).
+    Lowering `message_retention_seconds` makes SQS delete the messages already older than
+    the new value: the plan refuses it unless acknowledged
+    (`consumers.<key>.message_retention_seconds=<new>`).
   EOT
   type = map(object({
     event_pattern = optional(string)
@@ -708,6 +762,7 @@ variable "consumers" {
     maximum_event_age_in_seconds       = optional(number, 86400)
     maximum_retry_attempts             = optional(number, 185)
     idempotency_expires_after_seconds  = optional(number)
+    retired                            = optional(bool, false)
   }))
   default  = {}
   nullable = false

@@ -27,6 +27,7 @@ EMULATOR_APPLY = "examples-local-apply"
 _EMULATOR_APPLY_PREFIXES = (
     "tests/terraform/test_apply_local.py::",
     "tests/terraform/test_iam_least_privilege.py::",
+    "tests/terraform/test_live_changes_on_emulator.py::",
     "tests/terraform/test_terraform_static.py::test_module_initialises_offline_and_validates"
     "[examples/local]",
 )

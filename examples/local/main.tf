@@ -58,7 +58,7 @@ module "outbox" {
   # The same queues on the ordered path: FIFO topic and FIFO queue + DLQ.
   publish_to = var.publish_to
   consumers = {
-    audit = var.publish_to == "eventbridge" ? {
+    for key in var.consumer_keys : key => var.publish_to == "eventbridge" ? {
       event_pattern = jsonencode({ source = [var.event_source] })
       filter_policy = null
       } : {
@@ -66,4 +66,6 @@ module "outbox" {
       filter_policy = jsonencode({ source = [var.event_source] })
     }
   }
+
+  acknowledged_changes = var.acknowledged_changes
 }

@@ -1,0 +1,139 @@
+################################################################################
+# Live changes: which input changes since the last acknowledging apply destroy
+# or empty something holding events or messages, and are not acknowledged. The
+# root module refuses the plan when there are any (main.tf, terraform_data
+# "live_changes"; docs/live-changes.md).
+#
+# Terraform shows no expression the prior value of an input. What it does keep
+# is the state of a resource whose `input` is in `ignore_changes`: its planned
+# value is the one recorded at its last creation. Two such records take turns
+# (docs/decisions.md, "Changes to a running stack"):
+# - `record["0"]` is re-created when `serial` becomes even, `record["1"]` when it
+#   becomes odd; each holds the stack's shape, the serial and the acknowledged
+#   changes of the apply that created it.
+# - The "latest" record is the one whose serial is the current `serial`. In a plan
+#   that does not raise `serial` it is the shape of the last acknowledging apply,
+#   and every destructive difference from it must be acknowledged now.
+# - In the plan that raises `serial` by one, the latest record is being re-created
+#   (it holds the new shape), so the other one, the shape recorded by the previous
+#   acknowledging apply, is checked: what differs from it must be acknowledged now.
+#   Outside that plan the other record is older still; what differs from it was
+#   acknowledged either now or by the apply that wrote the latest record.
+# - `serial` must rise by one per acknowledging apply: a jump of two or more
+#   re-creates both records in one plan, and nothing is compared.
+################################################################################
+
+terraform {
+  required_version = ">= 1.9"
+}
+
+variable "shape" {
+  description = "What of the stack holds data, as the root module derives it (main.tf, local.live_shape)."
+  type = object({
+    name                         = string
+    publish_to                   = string
+    table                        = string
+    stream_view_type             = string
+    sweeper                      = bool
+    event_bus                    = string
+    event_archive                = bool
+    event_archive_retention_days = number
+    consumers = map(object({
+      retired                   = bool
+      message_retention_seconds = number
+    }))
+  })
+}
+
+variable "acknowledged" {
+  description = "The root module's acknowledged_changes."
+  type = object({
+    serial  = number
+    changes = set(string)
+  })
+}
+
+locals {
+  serial = var.acknowledged.serial
+  latest = tostring(local.serial % 2)
+  other  = tostring((local.serial + 1) % 2)
+}
+
+resource "terraform_data" "record" {
+  for_each = toset(["0", "1"])
+
+  input = {
+    serial  = each.key == local.latest ? local.serial : local.serial - 1
+    changes = sort(var.acknowledged.changes)
+    shape   = var.shape
+  }
+
+  # record["0"] is re-created when floor(serial / 2) changes, i.e. when serial
+  # becomes even; record["1"] when floor((serial + 1) / 2) changes: odd.
+  triggers_replace = floor((local.serial + tonumber(each.key)) / 2)
+
+  lifecycle {
+    ignore_changes = [input]
+  }
+}
+
+locals {
+  latest_record = terraform_data.record[local.latest].input
+  other_record  = terraform_data.record[local.other].input
+
+  # The destructive differences between a recorded shape and the current one,
+  # each as the string an owner acknowledges. `from` is a recorded shape.
+  changes_from = {
+    for which, from in { latest = local.latest_record.shape, other = local.other_record.shape } : which => sort(compact(flatten([
+      from.name != var.shape.name ? "name=${var.shape.name}" : "",
+      from.publish_to != var.shape.publish_to ? "publish_to=${var.shape.publish_to}" : "",
+      from.table != "none" && from.table != var.shape.table ? "table=${var.shape.table}" : "",
+      # A new stream: the records the old one still holds are published only by
+      # the sweeper.
+      from.table != "none" && !var.shape.sweeper && from.stream_view_type != var.shape.stream_view_type ? "table.stream_view_type=${var.shape.stream_view_type}" : "",
+      # The bus and the archive go with a transport switch, acknowledged above.
+      from.publish_to == var.shape.publish_to && from.event_bus != "none" && from.event_bus != var.shape.event_bus ? "event_bus=${var.shape.event_bus}" : "",
+      from.publish_to == var.shape.publish_to && from.event_archive && !var.shape.event_archive ? "event_archive=disabled" : "",
+      from.publish_to == var.shape.publish_to && from.event_archive && var.shape.event_archive && var.shape.event_archive_retention_days < from.event_archive_retention_days ? "event_archive.retention_days=${var.shape.event_archive_retention_days}" : "",
+      [
+        for key, c in from.consumers : "consumers.${key}=removed"
+        if !contains(keys(var.shape.consumers), key)
+      ],
+      [
+        for key, c in from.consumers : "consumers.${key}.message_retention_seconds=${var.shape.consumers[key].message_retention_seconds}"
+        if contains(keys(var.shape.consumers), key) && try(var.shape.consumers[key].message_retention_seconds < c.message_retention_seconds, false)
+      ],
+    ])))
+  }
+
+  # Differences from the latest record must be acknowledged now; from the other
+  # record, now or by the apply that wrote the latest record (already applied).
+  unacknowledged = sort(distinct(concat(
+    [for change in local.changes_from.latest : change if !contains(var.acknowledged.changes, change)],
+    [for change in local.changes_from.other : change if !contains(var.acknowledged.changes, change) && !contains(local.latest_record.changes, change)],
+  )))
+
+  # Acknowledgements that name no change against either record: a typo, or a
+  # change the stack does not make.
+  stale = sort([for change in var.acknowledged.changes : change if !contains(concat(local.changes_from.latest, local.changes_from.other), change)])
+}
+
+output "unacknowledged" {
+  description = "Destructive changes not acknowledged: the plan may proceed only when empty."
+  value       = local.unacknowledged
+}
+
+output "stale" {
+  description = "Acknowledged changes that name no difference from either record."
+  value       = local.stale
+}
+
+output "recorded_serial" {
+  description = "The serial of the latest record."
+  value       = local.latest_record.serial
+}
+
+output "serial" {
+  description = "acknowledged_changes.serial."
+  value       = local.serial
+}
