@@ -14,8 +14,9 @@ block so that:
 
 * ``SendMessage`` counts what SQS counts: UTF-8 bytes of the body plus each
   attribute's name, type and value, against the queue's ``MaximumMessageSize``;
-* a rule's SQS target receives the event as compact JSON, as EventBridge sends
-  it, and a refusal sends it to the target's ``DeadLetterConfig`` queue with
+* a rule's SQS target receives the whole event (moto rebuilds it from a
+  template that drops ``account``) as compact JSON, as EventBridge sends it,
+  and a refusal sends it to the target's ``DeadLetterConfig`` queue with
   EventBridge's attributes (``ERROR_CODE``, ``ERROR_MESSAGE``, ``RULE_ARN``,
   ``TARGET_ARN``…), or drops it;
 * an SNS subscription to a queue that refuses the message sends it to the
@@ -204,6 +205,22 @@ def _rule_delivery(ledger: SeamLedger) -> Callable[..., None]:
     return send_to_sqs_queue
 
 
+def _whole_event_delivery(original: Callable[..., None]) -> Callable[..., None]:
+    """A rule whose targets have no input transformer sends them the whole event, as is.
+
+    moto rebuilds the event from a JSON template by string interpolation, which
+    leaves out ``account`` and raises on a ``source`` or ``detail-type`` holding
+    a control character (the template is no longer JSON), failing PutEvents.
+    """
+
+    def send_to_targets(self: Rule, event: dict[str, Any], transform_input: bool = True) -> None:
+        if transform_input and not any("InputTransformer" in t for t in self.targets):
+            transform_input = False
+        original(self, event, transform_input=transform_input)
+
+    return send_to_targets
+
+
 def _subscription_delivery(
     ledger: SeamLedger, original: Callable[..., None]
 ) -> Callable[..., None]:
@@ -234,6 +251,7 @@ def aws_seams() -> Iterator[SeamLedger]:
     with (
         mock.patch.object(SQSBackend, "send_message", _sized_send(SQSBackend.send_message)),
         mock.patch.object(Rule, "_send_to_sqs_queue", _rule_delivery(ledger)),
+        mock.patch.object(Rule, "send_to_targets", _whole_event_delivery(Rule.send_to_targets)),
         mock.patch.object(
             Subscription, "publish", _subscription_delivery(ledger, Subscription.publish)
         ),
