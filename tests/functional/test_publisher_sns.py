@@ -131,7 +131,7 @@ def test_sns_batching_by_bytes_keeps_every_batch_within_256_kib_attributes_inclu
 
     assert result.published == 5
     assert [len(call) for call in sns.calls] == [2, 2, 1]
-    assert all(size <= 256 * 1024 for size in call_sizes(sns))
+    assert all(size <= SNS_MAX_REQUEST_BYTES for size in call_sizes(sns))
     assert sorted(sns_topic.received_ids()) == sorted(outbox.ids)
     assert outbox_sort_keys(outbox_table) == set()
 

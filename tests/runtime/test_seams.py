@@ -16,10 +16,11 @@ import pytest
 from moto import mock_aws
 
 from dynamodb_outbox.local import SeamLedger, aws_seams
+from dynamodb_outbox.sizes import QUEUE_MAX_MESSAGE_BYTES
 
 REGION = "eu-west-1"
 SMALL = 1024  # SQS's smallest MaximumMessageSize
-LARGE = 262_144
+LARGE = QUEUE_MAX_MESSAGE_BYTES  # the module's queues
 
 
 @pytest.fixture

@@ -39,9 +39,8 @@ from unittest import mock
 from moto.core.utils import iso_8601_datetime_without_milliseconds, utcfromtimestamp
 from moto.events.models import Rule
 from moto.sns.models import Subscription
-from moto.sqs.models import sqs_backends
 from moto.sqs.exceptions import InvalidParameterValue
-from moto.sqs.models import SQSBackend
+from moto.sqs.models import SQSBackend, sqs_backends
 
 from dynamodb_outbox.sizes import sqs_message_bytes
 
