@@ -142,6 +142,7 @@ resource "aws_sqs_queue" "event_bus_dlq" {
 
   name                      = local.event_bus_dlq_name
   message_retention_seconds = 1209600 # 14 days, the SQS maximum
+  max_message_size          = local.queue_max_message_bytes
 
   sqs_managed_sse_enabled = true
 

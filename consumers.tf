@@ -259,6 +259,7 @@ resource "aws_sqs_queue" "consumer_dlq" {
 
   name                      = local.consumer_dlq_names[each.key]
   message_retention_seconds = module.windows.dlq_retention_seconds
+  max_message_size          = local.queue_max_message_bytes
 
   fifo_queue                  = local.ordered ? true : null
   content_based_deduplication = local.ordered ? false : null
@@ -295,6 +296,7 @@ resource "aws_sqs_queue" "consumer" {
   name                       = local.consumer_queue_names[each.key]
   visibility_timeout_seconds = local.consumer_visibility_timeout_seconds[each.key]
   message_retention_seconds  = each.value.message_retention_seconds
+  max_message_size           = local.queue_max_message_bytes
 
   fifo_queue                  = local.ordered ? true : null
   content_based_deduplication = local.ordered ? false : null

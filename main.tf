@@ -29,6 +29,14 @@ locals {
 
   # vpc_config: the module's functions in the caller's subnets (docs/vpc.md).
   vpc_enabled = var.vpc_config != null
+
+  # The largest message every queue an event can end in takes (consumer queues,
+  # their DLQs, the bus DLQ): the most hashicorp/aws 5.100 accepts as
+  # max_message_size (SQS itself takes up to 1 MiB). The writer's and the
+  # publisher's size limits are derived from the same figure,
+  # dynamodb_outbox.sizes.QUEUE_MAX_MESSAGE_BYTES (docs/seams.md, "Sizes");
+  # tests/terraform/test_terraform_static.py pins the agreement.
+  queue_max_message_bytes = 262144
 }
 
 # The account id completes the ARNs of the consumer queues, which their own

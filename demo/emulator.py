@@ -24,6 +24,7 @@ speed only: :func:`speed_up_sqs_receive`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -35,6 +36,7 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
+from dynamodb_outbox.local import SeamLedger, aws_seams
 from dynamodb_outbox.local.config import arn_parts
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -131,6 +133,9 @@ class Emulator:
     server: ThreadedMotoServer
     url: str
     region: str
+    #: deliveries from a rule or subscription that a queue refused (aws_seams)
+    seams: SeamLedger
+    _seams_patch: contextlib.ExitStack
 
     @classmethod
     def start(cls, region: str) -> Emulator:
@@ -138,13 +143,24 @@ class Emulator:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         apply_project_moto_patches()
         speed_up_sqs_receive()
+        # Rules and subscriptions deliver after PutEvents/Publish, as on AWS; an
+        # event no queue or DLQ takes is dropped and counted (the report checks it).
+        patch = contextlib.ExitStack()
+        seams = patch.enter_context(aws_seams())
         server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
         server.start()
         host, port = server.get_host_and_port()
-        return cls(server=server, url=f"http://{host}:{port}", region=region)
+        return cls(
+            server=server,
+            url=f"http://{host}:{port}",
+            region=region,
+            seams=seams,
+            _seams_patch=patch,
+        )
 
     def stop(self) -> None:
         self.server.stop()
+        self._seams_patch.close()
 
     def session(self) -> boto3.Session:
         """A boto3 session of its own (clients read the endpoint from the environment)."""

@@ -76,6 +76,8 @@ class RunFacts:
     missing: Sequence[str] = ()
     #: the ordered path (publish_to = "sns_fifo"): order per subject is checked
     ordered: bool = False
+    #: bodies the bus or topic accepted and no queue or DLQ took (aws_seams)
+    dropped: Sequence[str] = ()
 
 
 @dataclass
@@ -350,6 +352,8 @@ def _invariants(report: Report) -> None:
                     lost.append(f"{order.pk} ({event_id}) by {consumer.key}")
     if not end.consumers:
         lost.append("no consumer deployed: delivery could not be checked")
+    if f.dropped:  # accepted by PutEvents/Publish, refused by the queue and its DLQ
+        lost.append(f"{len(f.dropped)} dropped between the bus or topic and a queue")
     report.invariants.append(
         Check(
             "no event lost",

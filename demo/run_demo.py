@@ -303,6 +303,7 @@ class Demo:
                     end=end,
                     missing=self.missing,
                     ordered=self.ordered,
+                    dropped=[u.body for u in self.emulator.seams.dropped] if self.emulator else [],
                 )
             )
             failed = [c for c in report.invariants + report.faults if not c.held]

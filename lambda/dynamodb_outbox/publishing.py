@@ -311,6 +311,13 @@ def _plan_or_raise(candidate: OutboxCandidate, sink: Sink, table_keys: TableKeys
         return poison(
             f"event too large for {rules.name}: {size} bytes, limit {rules.max_request_bytes}"
         )
+    delivered = rules.delivery_size(event)
+    if delivered > rules.max_delivery_bytes:
+        # Sent, it would be lost between the bus or topic and the queue.
+        return poison(
+            f"event too large for the consumer queues after {rules.name}: up to {delivered} "
+            f"bytes delivered, limit {rules.max_delivery_bytes}"
+        )
     refusal = rules.refusal(event)
     if refusal is not None:
         return poison(f"{rules.name} cannot take it: {refusal}")

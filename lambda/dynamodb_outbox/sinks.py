@@ -39,6 +39,13 @@ from decimal import Decimal
 from typing import Any, Final, NamedTuple, NotRequired, Protocol, TypedDict
 
 from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.sizes import (
+    PUT_EVENTS_MAX_REQUEST_BYTES,
+    QUEUE_DELIVERY_BUDGET_BYTES,
+    SNS_MAX_MESSAGE_BYTES,
+    eventbridge_delivery_bytes,
+    sns_delivery_bytes,
+)
 from dynamodb_outbox.trace_context import TraceContext
 
 __all__ = [
@@ -81,9 +88,7 @@ PUBLISH_TO_SNS: Final = "sns"
 PUBLISH_TO_SNS_FIFO: Final = "sns_fifo"
 
 PUT_EVENTS_MAX_ENTRIES: Final = 10
-# AWS: the entries of one PutEvents request must total *less than* 256 KB. The
-# 2026 1 MB payload announcement is not relied on until it is confirmed per request.
-PUT_EVENTS_MAX_REQUEST_BYTES: Final = 256 * 1024 - 1
+# Every size limit, and the queue each path ends in, is in dynamodb_outbox.sizes.
 # AWS's entry size formula counts 14 bytes for an entry that carries a Time.
 PUT_EVENTS_TIME_BYTES: Final = 14
 # PutEvents takes Time as seconds since the epoch; AWS documents no range, so an
@@ -114,8 +119,8 @@ POISON_PUT_EVENTS_CODES: Final = frozenset(
 SNS_MAX_ENTRIES: Final = 10
 # AWS: with the topic's default MaximumMessageSize, one message and the sum of a
 # batch's messages must not exceed 256 KiB, "including each message's body and
-# attributes".
-SNS_MAX_REQUEST_BYTES: Final = 256 * 1024
+# attributes" (dynamodb_outbox.sizes).
+SNS_MAX_REQUEST_BYTES: Final = SNS_MAX_MESSAGE_BYTES
 SNS_STRING_DATA_TYPE: Final = "String"
 _SNS_TYPE_ATTRIBUTE: Final = "event_type"
 _SNS_SOURCE_ATTRIBUTE: Final = "source"
@@ -244,6 +249,19 @@ class SinkRules(Protocol):
         """Bytes the transport counts for ``event``; ``UnicodeEncodeError`` if not UTF-8."""
         ...
 
+    @property
+    def max_delivery_bytes(self) -> int:
+        """Inclusive upper bound on :meth:`delivery_size`: what a consumer queue can take."""
+        ...
+
+    def delivery_size(self, event: OutboundEvent) -> int:
+        """The longest SQS message (with what a DLQ adds left out) ``event`` can become.
+
+        Past the API the event is wrapped for the queue (EventBridge's event,
+        SNS's notification): see :mod:`dynamodb_outbox.sizes`.
+        """
+        ...
+
     def refusal(self, event: OutboundEvent) -> str | None:
         """Why the transport would never accept ``event`` besides its size, or None."""
         ...
@@ -302,10 +320,16 @@ class EventBridgeRules(NamedTuple):
     max_request_bytes: int = PUT_EVENTS_MAX_REQUEST_BYTES
     name: str = "PutEvents"
     max_entries: int = PUT_EVENTS_MAX_ENTRIES
+    max_delivery_bytes: int = QUEUE_DELIVERY_BUDGET_BYTES
 
     @property
     def orders_by_subject(self) -> bool:
         return False  # EventBridge delivers in no particular order
+
+    def delivery_size(self, event: OutboundEvent) -> int:
+        return eventbridge_delivery_bytes(
+            source=event.envelope.source, detail_type=event.envelope.type, detail=event.body
+        )
 
     def entry_size(self, event: OutboundEvent) -> int:
         return put_events_entry_size(
@@ -369,10 +393,18 @@ class SnsRules(NamedTuple):
     max_request_bytes: int = SNS_MAX_REQUEST_BYTES
     name: str = "PublishBatch"
     max_entries: int = SNS_MAX_ENTRIES
+    max_delivery_bytes: int = QUEUE_DELIVERY_BUDGET_BYTES
 
     @property
     def orders_by_subject(self) -> bool:
         return self.fifo  # the subject is the FIFO message group
+
+    def delivery_size(self, event: OutboundEvent) -> int:
+        attributes = {
+            name: (value["DataType"], value["StringValue"])
+            for name, value in _sns_attributes(event.envelope).items()
+        }
+        return sns_delivery_bytes(event.body, attributes, fifo=self.fifo)
 
     def entry_size(self, event: OutboundEvent) -> int:
         return sns_entry_size(event.body, _sns_attributes(event.envelope))
@@ -443,12 +475,15 @@ class EventBridgeSink:
         event_bus_name: str,
         *,
         max_request_bytes: int = PUT_EVENTS_MAX_REQUEST_BYTES,
+        max_delivery_bytes: int = QUEUE_DELIVERY_BUDGET_BYTES,
     ) -> None:
         if not event_bus_name:
             raise ValueError("the event bus name (or ARN) must be a non-empty string")
         self._client = client
         self.event_bus_name = event_bus_name
-        self.rules: SinkRules = EventBridgeRules(max_request_bytes=max_request_bytes)
+        self.rules: SinkRules = EventBridgeRules(
+            max_request_bytes=max_request_bytes, max_delivery_bytes=max_delivery_bytes
+        )
 
     def entry(self, event: OutboundEvent) -> PutEventsRequestEntry:
         entry: PutEventsRequestEntry = {
@@ -512,6 +547,7 @@ class SnsSink:
         topic_arn: str,
         *,
         max_request_bytes: int = SNS_MAX_REQUEST_BYTES,
+        max_delivery_bytes: int = QUEUE_DELIVERY_BUDGET_BYTES,
     ) -> None:
         if not is_sns_topic_arn(topic_arn):
             raise ValueError(
@@ -521,7 +557,11 @@ class SnsSink:
         self._client = client
         self.topic_arn = topic_arn
         self.fifo = topic_arn.endswith(".fifo")
-        self.rules: SinkRules = SnsRules(fifo=self.fifo, max_request_bytes=max_request_bytes)
+        self.rules: SinkRules = SnsRules(
+            fifo=self.fifo,
+            max_request_bytes=max_request_bytes,
+            max_delivery_bytes=max_delivery_bytes,
+        )
 
     @staticmethod
     def message_attributes(event: OutboundEvent) -> dict[str, SnsMessageAttributeValue]:

@@ -933,6 +933,19 @@ class OutboxWriter:
                 actual=size,
                 index=index,
             )
+        delivered = rules.delivery_size(event)
+        if delivered > rules.max_delivery_bytes:
+            # PutEvents/Publish would take it, the consumer queue (or its DLQ) would not:
+            # on AWS a silent loss once the outbox item is deleted (dynamodb_outbox.sizes).
+            raise EventTooLarge(
+                f"action {index} ({label}): the event becomes a queue message of up to "
+                f"{delivered} bytes after {rules.name}, over the {rules.max_delivery_bytes} "
+                "bytes every consumer queue and DLQ can take; it could never be delivered "
+                "(store the data in the entity and publish a reference instead)",
+                limit=rules.max_delivery_bytes,
+                actual=delivered,
+                index=index,
+            )
         refusal = rules.refusal(event)
         if refusal is not None:
             raise UnpublishableEvent(

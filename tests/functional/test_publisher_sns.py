@@ -19,6 +19,7 @@ from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.sinks import SNS_MAX_REQUEST_BYTES, SnsSink, sns_entry_size
+from dynamodb_outbox.sizes import QUEUE_DELIVERY_BUDGET_BYTES, SQS_MAX_MESSAGE_BYTES_CEILING
 from tests.factories import outbox_stream_record, sequence_numbers, stream_event
 from tests.functional.outbox_helpers import (
     FIXED_NOW,
@@ -42,12 +43,18 @@ def run_sns_publisher(
     *,
     sns: RecordingSns | None = None,
     max_request_bytes: int = SNS_MAX_REQUEST_BYTES,
+    max_delivery_bytes: int = QUEUE_DELIVERY_BUDGET_BYTES,
 ) -> tuple[PublishResult, RecordingSns]:
     sns = sns or RecordingSns(topic.client)
     result = publish_stream_batch(
         records,  # type: ignore[arg-type]
         PublishDependencies(
-            sink=SnsSink(sns, topic.arn, max_request_bytes=max_request_bytes),
+            sink=SnsSink(
+                sns,
+                topic.arn,
+                max_request_bytes=max_request_bytes,
+                max_delivery_bytes=max_delivery_bytes,
+            ),
             table_name=table.name,
             dynamodb_client=table.client,
             sleep=lambda _: None,
@@ -124,7 +131,7 @@ def test_sns_batching_by_bytes_keeps_every_batch_within_256_kib_attributes_inclu
 
     assert result.published == 5
     assert [len(call) for call in sns.calls] == [2, 2, 1]
-    assert all(size <= 256 * 1024 for size in call_sizes(sns))
+    assert all(size <= SNS_MAX_REQUEST_BYTES for size in call_sizes(sns))
     assert sorted(sns_topic.received_ids()) == sorted(outbox.ids)
     assert outbox_sort_keys(outbox_table) == set()
 
@@ -202,7 +209,11 @@ def test_message_moto_itself_rejects_as_too_long_is_quarantined(
     big = write_outbox(outbox_table, 1, seqs=seqs, data_bytes=300_000)
 
     result, _ = run_sns_publisher(
-        good.records + big.records, outbox_table, sns_topic, max_request_bytes=1024 * 1024
+        good.records + big.records,
+        outbox_table,
+        sns_topic,
+        max_request_bytes=SQS_MAX_MESSAGE_BYTES_CEILING,
+        max_delivery_bytes=SQS_MAX_MESSAGE_BYTES_CEILING,
     )
 
     assert result.response() == {"batchItemFailures": []}

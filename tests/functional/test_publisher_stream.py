@@ -222,7 +222,7 @@ def test_batching_by_bytes_keeps_every_request_under_256_kb(
     run = run_publisher(outbox.records, outbox_table, event_bus)
 
     assert [len(call) for call in run.events.calls] == [2, 2, 1]
-    assert all(size < 256 * 1024 for size in run.events.request_sizes())
+    assert all(size <= PUT_EVENTS_MAX_REQUEST_BYTES for size in run.events.request_sizes())
     assert sorted(event_bus.received_ids()) == sorted(outbox.ids)
     assert outbox_sort_keys(outbox_table) == set()
 

@@ -4,6 +4,12 @@ One moto for the whole campaign (a table as ``table.tf`` makes it, an
 idempotency table, a bus, a standard and a FIFO topic), recording what each
 sink accepted: an event counts as published when the emulator answered its
 entry with success, which is also what the publisher trusts before deleting.
+
+Behind the bus and each topic are consumer queues of the module's size
+(``max_message_size``) with their DLQs: a rule's target, and raw and non-raw
+subscriptions, delivered as AWS does (:func:`dynamodb_outbox.local.aws_seams`),
+so the campaign sees an event that PutEvents or Publish accepted and the queue
+refused (``Stack.seams``) -- on AWS a silent loss.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
+from dynamodb_outbox.local import SeamLedger, aws_seams
 from dynamodb_outbox.sinks import EventBridgeSink, Sink, SnsSink
+from dynamodb_outbox.sizes import QUEUE_MAX_MESSAGE_BYTES
 from tests.reliability.pipeline import REGION, aws_environment
 from tests.support.moto_tables import create_idempotency_table, create_outbox_table
 
@@ -102,6 +110,10 @@ class Stack:
     topic_arn: str
     fifo_topic_arn: str
     store: DynamoDBPersistenceLayer
+    sqs: Any
+    seams: SeamLedger
+    #: by publish_to: the consumer queues every published event must reach
+    queues: dict[str, list[str]]
 
     def sink(self, publish_to: str) -> Sink:
         if publish_to == "eventbridge":
@@ -120,9 +132,46 @@ class Stack:
         return found
 
 
+def _queue(sqs: Any, name: str, *, fifo: bool, dlq_arn: str | None = None) -> tuple[str, str]:
+    attributes = {"MaximumMessageSize": str(QUEUE_MAX_MESSAGE_BYTES)}
+    if fifo:
+        attributes |= {"FifoQueue": "true", "ContentBasedDeduplication": "false"}
+    if dlq_arn is not None:
+        attributes["RedrivePolicy"] = json.dumps(
+            {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5}
+        )
+    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    return str(url), str(arn)
+
+
+def _consumer_queue(sqs: Any, name: str, *, fifo: bool) -> tuple[str, str, str]:
+    """A consumer queue and its DLQ, as ``consumers.tf`` makes them: (url, arn, DLQ arn)."""
+    suffix = ".fifo" if fifo else ""
+    _dlq_url, dlq_arn = _queue(sqs, f"{name}-dlq{suffix}", fifo=fifo)
+    url, arn = _queue(sqs, f"{name}{suffix}", fifo=fifo, dlq_arn=dlq_arn)
+    return url, arn, dlq_arn
+
+
+def _subscribe(sns: Any, sqs: Any, topic_arn: str, name: str, *, raw: bool) -> str:
+    url, arn, dlq_arn = _consumer_queue(sqs, name, fifo=topic_arn.endswith(".fifo"))
+    sns.subscribe(
+        TopicArn=topic_arn,
+        Protocol="sqs",
+        Endpoint=arn,
+        Attributes={
+            "RawMessageDelivery": "true" if raw else "false",
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn}),
+        },
+    )
+    return url
+
+
 @contextmanager
 def generated_stack() -> Iterator[Stack]:
-    with aws_environment():
+    with aws_environment(), aws_seams() as seams:
         session = boto3.Session(region_name=REGION)
         dynamodb = session.client("dynamodb")
         # No stream: records are built by hand, and moto would keep every record
@@ -135,6 +184,25 @@ def generated_stack() -> Iterator[Stack]:
         sns = session.client("sns")
         topic = sns.create_topic(Name="generated")["TopicArn"]
         fifo = sns.create_topic(Name="generated.fifo", Attributes={"FifoTopic": "true"})["TopicArn"]
+        sqs = session.client("sqs")
+        bus_url, bus_queue_arn, bus_dlq_arn = _consumer_queue(sqs, "bus-consumer", fifo=False)
+        events.put_rule(Name="everything", EventBusName=BUS, EventPattern='{"version":["0"]}')
+        events.put_targets(
+            Rule="everything",
+            EventBusName=BUS,
+            Targets=[{"Id": "q", "Arn": bus_queue_arn, "DeadLetterConfig": {"Arn": bus_dlq_arn}}],
+        )
+        queues = {
+            "eventbridge": [bus_url],
+            "sns": [
+                _subscribe(sns, sqs, topic, "sns-raw", raw=True),
+                _subscribe(sns, sqs, topic, "sns-json", raw=False),
+            ],
+            "sns_fifo": [
+                _subscribe(sns, sqs, fifo, "fifo-raw", raw=True),
+                _subscribe(sns, sqs, fifo, "fifo-json", raw=False),
+            ],
+        }
         yield Stack(
             dynamodb=dynamodb,
             events=RecordingEvents(events),
@@ -142,6 +210,9 @@ def generated_stack() -> Iterator[Stack]:
             topic_arn=topic,
             fifo_topic_arn=fifo,
             store=DynamoDBPersistenceLayer(table_name=IDEMPOTENCY_TABLE, boto3_client=idempotency),
+            sqs=sqs,
+            seams=seams,
+            queues=queues,
         )
 
 

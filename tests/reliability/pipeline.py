@@ -5,8 +5,11 @@ Terraform: an outbox table (stream NEW_IMAGE, sparse ``outbox-pending`` index),
 the publisher's stream mapping with the module's defaults (TRIM_HORIZON, the
 INSERT + ``OUTBOX#`` filter, ReportBatchItemFailures, bisect, 10 retries,
 record age 86400 s, an on-failure queue), an EventBridge bus whose rule targets
-the consumer queue (DLQ, maxReceiveCount 5), and the reference consumer behind
-an SQS mapping (batch 10, ReportBatchItemFailures).
+the consumer queue (DLQ, maxReceiveCount 5, the target's DLQ too, both at the
+module's max_message_size), and the reference consumer behind an SQS mapping
+(batch 10, ReportBatchItemFailures). The bus delivers to the queue as AWS does
+(:func:`dynamodb_outbox.local.aws_seams`): after PutEvents, to the DLQ when the
+queue refuses, dropped and counted in ``Pipeline.seams`` when the DLQ does too.
 
 Faults are injected only through what the public plain functions take: the
 events client behind :class:`EventBridgeSink`, the DynamoDB client given to
@@ -43,9 +46,11 @@ from dynamodb_outbox.envelope import (
 )
 from dynamodb_outbox.local import (
     LocalRuntime,
+    SeamLedger,
     SqsMapping,
     StreamMapping,
     VirtualClock,
+    aws_seams,
     mapping_config,
     stream_records_follow,
 )
@@ -53,6 +58,7 @@ from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.reference_consumer import build_handler
 from dynamodb_outbox.sinks import EventBridgeSink
+from dynamodb_outbox.sizes import QUEUE_MAX_MESSAGE_BYTES
 from dynamodb_outbox.sweeper import SweepResult, sweep
 from tests.support.aws_errors import client_error
 from tests.support.module_windows import default_window
@@ -316,12 +322,21 @@ def _queue(sqs: Any, name: str, **attributes: str) -> tuple[str, str]:
 class Pipeline:
     """One deployment on moto; build it inside :func:`aws_environment` and a clock patch."""
 
-    def __init__(self, clock: VirtualClock, plan: FaultPlan, *, stream_batch_size: int) -> None:
+    def __init__(
+        self,
+        clock: VirtualClock,
+        plan: FaultPlan,
+        *,
+        stream_batch_size: int,
+        seams: SeamLedger | None = None,
+    ) -> None:
         session = _session()
         self.clock = clock
         #: Virtual time the deployment started at (copies reached the DLQ after it).
         self.started_at = clock.now()
         self.plan = plan
+        #: deliveries the bus could not make to the queue (dead-lettered or dropped)
+        self.seams = seams if seams is not None else SeamLedger()
         self.dynamodb = session.client("dynamodb")
         self.sqs = session.client("sqs")
         self.events = session.client("events")
@@ -330,10 +345,12 @@ class Pipeline:
         self.stream_arn = str(create_outbox_table(self.dynamodb, TABLE))
         create_idempotency_table(self.dynamodb, IDEMPOTENCY_TABLE)
         self.on_failure_url, on_failure_arn = _queue(self.sqs, "publisher-on-failure")
-        self.dlq_url, dlq_arn = _queue(self.sqs, f"{CONSUMER}-dlq")
+        size = str(QUEUE_MAX_MESSAGE_BYTES)
+        self.dlq_url, dlq_arn = _queue(self.sqs, f"{CONSUMER}-dlq", MaximumMessageSize=size)
         self.queue_url, queue_arn = _queue(
             self.sqs,
             CONSUMER,
+            MaximumMessageSize=size,
             VisibilityTimeout=str(CONSUMER_VISIBILITY_SECONDS),
             RedrivePolicy=json.dumps(
                 {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}
@@ -344,7 +361,9 @@ class Pipeline:
             Name=CONSUMER, EventBusName=BUS, EventPattern=json.dumps({"source": [SOURCE]})
         )
         self.events.put_targets(
-            Rule=CONSUMER, EventBusName=BUS, Targets=[{"Id": CONSUMER, "Arn": queue_arn}]
+            Rule=CONSUMER,
+            EventBusName=BUS,
+            Targets=[{"Id": CONSUMER, "Arn": queue_arn, "DeadLetterConfig": {"Arn": dlq_arn}}],
         )
 
         self.table_client = FaultyTableClient(self.dynamodb, plan)
@@ -534,7 +553,7 @@ class Pipeline:
 @contextmanager
 def pipeline(plan: FaultPlan, *, stream_batch_size: int) -> Iterator[Pipeline]:
     """A fresh deployment on a fresh moto and a virtual clock that stream records follow."""
-    with aws_environment():
+    with aws_environment(), aws_seams() as seams:
         clock = VirtualClock()
         with stream_records_follow(clock):
-            yield Pipeline(clock, plan, stream_batch_size=stream_batch_size)
+            yield Pipeline(clock, plan, stream_batch_size=stream_batch_size, seams=seams)

@@ -214,19 +214,19 @@ def intended_events(draw: st.DrawFn) -> IntendedEvent:
             fields[name] = draw(st.one_of(texts, st.none(), integers))
     if draw(st.integers(0, 19)) == 0:  # exactly at a sink's size limit, or one byte off
         sink = draw(st.sampled_from(SINKS))
-        limit = rules_for(sink).max_request_bytes
+        limit = rules_for(sink).max_delivery_bytes  # the binding one (dynamodb_outbox.sizes)
         return IntendedEvent(fields, sink, limit + draw(st.sampled_from([-1, 0, 1])))
     return IntendedEvent(fields)
 
 
 def envelope_of_size(fields: dict[str, Any], sink: str, size: int) -> Envelope:
-    """An envelope of ``fields`` whose entry for ``sink`` is exactly ``size`` bytes.
+    """An envelope of ``fields`` whose worst-case queue message on ``sink`` is ``size`` bytes.
 
     Raises what :class:`Envelope` raises when the fields themselves are invalid.
     """
     rules = rules_for(sink)
     base = Envelope(**{**fields, "data": {"blob": ""}})
-    missing = size - rules.entry_size(OutboundEvent.of(base))
+    missing = size - rules.delivery_size(OutboundEvent.of(base))
     if missing < 0:
         return base  # the other fields alone are over: the writer must refuse it
     pinned = {**fields, "id": base.id, "time": base.time, "data": {"blob": "x" * missing}}

@@ -253,8 +253,42 @@ def _run_stream_batch(stack: Stack, batch: dict[str, Any]) -> None:
             _check_accepted(stack, *subject, published)
         else:
             _check_junk(stack, *subject, record, published)
+    _check_seams(stack, publish_to, set(published))
     _run_consumer(stack, recorder.delivered[delivered_before:], batch["consumer_junk"])
     _forget(stack, pk)
+
+
+def _take(stack: Stack, url: str) -> list[str]:
+    """Every body in a consumer queue, deleted (PurgeQueue allows one call a minute)."""
+    bodies: list[str] = []
+    while messages := stack.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get(
+        "Messages", []
+    ):
+        bodies.extend(message["Body"] for message in messages)
+        stack.sqs.delete_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(messages)
+            ],
+        )
+    return bodies
+
+
+def _check_seams(stack: Stack, publish_to: str, published: set[str]) -> None:
+    """Every event the bus or topic accepted reached every consumer queue behind it."""
+    assert not stack.seams.dropped, (
+        f"accepted, then dropped on the way to a queue: {stack.seams.dropped[:1]}"
+    )
+    assert not stack.seams.dead_lettered, (
+        f"dead-lettered on the way: {stack.seams.dead_lettered[:1]}"
+    )
+    for url in stack.queues[publish_to]:
+        arrived = {_event_id_of(body) for body in _take(stack, url)}
+        if publish_to == "sns_fifo":  # SNS and SQS FIFO drop an id seen in an earlier example
+            assert arrived <= published, arrived - published
+        else:
+            assert arrived == published, (published - arrived, arrived - published)
+    GENERATED.invariants["published events reached every consumer queue"] += 1
 
 
 def _forget(stack: Stack, pk: str) -> None:
@@ -404,6 +438,7 @@ def test_generated_outbox_items_through_the_sweeper(stack: Stack, reliability_pr
         assert result.failure_sk is None and result.stopped_by is None, "nothing held the sweep"
         GENERATED.invariants["no sweep stopped or raised"] += 1
         published = recorder.accepted - before
+        _check_seams(stack, publish_to, set(published))
         for junk, as_stored in stored:
             item = stack.item(junk.item["PK"], junk.item["SK"])
             pending = junk.item.get(ATTR_STATUS) == {"S": "PENDING"}

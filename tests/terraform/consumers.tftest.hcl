@@ -183,6 +183,14 @@ run "billing_and_audit_consumers_on_eventbridge" {
   }
 
   assert {
+    condition = alltrue([
+      for queue in concat(values(aws_sqs_queue.consumer), values(aws_sqs_queue.consumer_dlq), aws_sqs_queue.event_bus_dlq) :
+      queue.max_message_size == 262144
+    ])
+    error_message = "Every queue an event can end in takes 262,144-byte messages, the size the writer's budget is derived from (dynamodb_outbox.sizes, docs/seams.md)."
+  }
+
+  assert {
     condition = jsondecode(aws_sqs_queue.consumer["billing"].redrive_policy) == {
       deadLetterTargetArn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-billing-consumer-dlq"
       maxReceiveCount     = 5

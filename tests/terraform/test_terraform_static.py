@@ -92,3 +92,79 @@ def test_terraform_test_file_passes(test_file: str, terraform_test_env: dict[str
 
     assert result.returncode == 0, describe(result)
     assert f"{runs} passed, 0 failed" in result.stdout, describe(result)
+
+
+# ------------------------------------------------------------------------- sizes
+
+_QUEUE_MAX_MESSAGE_BYTES_LOCAL = re.compile(r"^\s*queue_max_message_bytes\s*=\s*(\d+)\s*$", re.M)
+_SQS_QUEUE = re.compile(r'^resource "aws_sqs_queue" "(\w+)" \{\n(.*?)^\}', re.M | re.S)
+#: The queues an event (the message, not metadata about it) can end in.
+_EVENT_QUEUES = {"consumer", "consumer_dlq", "event_bus_dlq"}
+
+
+def _module_tf() -> str:
+    return "\n".join(path.read_text() for path in sorted(REPO_ROOT.glob("*.tf")))
+
+
+def test_module_queue_size_is_the_one_the_writer_budgets_for() -> None:
+    """Terraform cannot import dynamodb_outbox.sizes: the one figure both use is pinned here."""
+    from dynamodb_outbox.sizes import QUEUE_MAX_MESSAGE_BYTES
+
+    assert [int(v) for v in _QUEUE_MAX_MESSAGE_BYTES_LOCAL.findall(_module_tf())] == [
+        QUEUE_MAX_MESSAGE_BYTES
+    ]
+
+
+def test_every_queue_an_event_can_end_in_uses_the_module_queue_size() -> None:
+    queues = dict(_SQS_QUEUE.findall(_module_tf()))
+    assert set(queues) >= _EVENT_QUEUES, sorted(queues)
+    for name in _EVENT_QUEUES:
+        assert "max_message_size" in queues[name], f"aws_sqs_queue.{name} keeps the default"
+        assert re.search(r"max_message_size\s*=\s*local\.queue_max_message_bytes\n", queues[name])
+
+
+def test_no_size_limit_is_written_out_twice() -> None:
+    """262,144 (256 KiB) appears once in the module, as the local the queues use."""
+    text = _module_tf()
+    assert len(re.findall(r"\b262144\b|\b262_144\b|256\s*\*\s*1024", text)) == 1
+
+
+_ONE_BYTE_OVER_QUEUE = """
+terraform {
+  required_providers {
+    aws = { source = "hashicorp/aws" }
+  }
+}
+
+resource "aws_sqs_queue" "one_byte_over" {
+  name             = "one-byte-over"
+  max_message_size = %d
+}
+"""
+
+
+def test_provider_refuses_a_queue_size_above_the_modules(
+    tf_env: dict[str, str], aws_provider_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Why the queues stay at 256 KiB although SQS takes 1 MiB: the pinned provider refuses more.
+
+    If a provider upgrade accepts it, this fails: raise the module's queue size
+    (and so the writer's budget, dynamodb_outbox.sizes) to what SQS takes.
+    """
+    from dynamodb_outbox.sizes import QUEUE_MAX_MESSAGE_BYTES
+
+    (tmp_path / "main.tf").write_text(_ONE_BYTE_OVER_QUEUE % (QUEUE_MAX_MESSAGE_BYTES + 1))
+    env = {**tf_env, "TF_DATA_DIR": str(tmp_path / ".terraform")}
+    init = run_terraform(
+        ["init", "-backend=false", "-input=false", "-no-color"], cwd=tmp_path, env=env
+    )
+    assert init.returncode == 0, describe(init)
+
+    validate = run_terraform(
+        ["validate", "-no-color"], cwd=tmp_path, env={**env, **aws_provider_env}
+    )
+
+    assert validate.returncode != 0, describe(validate)
+    assert f"expected max_message_size to be in the range (1024 - {QUEUE_MAX_MESSAGE_BYTES})" in (
+        validate.stdout + validate.stderr
+    ), describe(validate)

@@ -25,6 +25,7 @@ from dynamodb_outbox.sinks import (
     OutboundEvent,
     put_events_entry_size,
 )
+from dynamodb_outbox.sizes import SQS_MAX_MESSAGE_BYTES_CEILING
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 from tests.support.lambda_context import FakeLambdaContext
 
@@ -61,10 +62,12 @@ class FakeDynamoDB:
 def _publish(
     records: list[dict[str, Any]], events: FakeEvents, dynamodb: FakeDynamoDB | None = None
 ) -> PublishResult:
+    # The consumer queues' bound (dynamodb_outbox.sizes) is opened up to the SQS
+    # ceiling so that PutEvents' own limit is the one these tests meet.
     return publish_stream_batch(
         records,  # type: ignore[arg-type]
         PublishDependencies(
-            sink=EventBridgeSink(events, "bus"),
+            sink=EventBridgeSink(events, "bus", max_delivery_bytes=SQS_MAX_MESSAGE_BYTES_CEILING),
             table_name="t",
             dynamodb_client=dynamodb or FakeDynamoDB(),
             sleep=lambda _: None,

@@ -17,6 +17,7 @@ from dynamodb_outbox.sinks import (
     SnsSink,
     sns_entry_size,
 )
+from dynamodb_outbox.sizes import SQS_MAX_MESSAGE_BYTES_CEILING
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
 TOPIC_ARN = "arn:aws:sns:us-east-1:123456789012:outbox"
@@ -93,10 +94,12 @@ def test_limits_are_ten_messages_and_256_kib_per_batch() -> None:
 
 
 def _publish(records: list[dict[str, Any]], sns: FakeSns, dynamodb: FakeDynamoDB) -> Any:
+    # The consumer queues' bound (dynamodb_outbox.sizes) is opened up to the SQS
+    # ceiling so that PublishBatch's own limit is the one these tests meet.
     return publish_stream_batch(
         records,  # type: ignore[arg-type]
         PublishDependencies(
-            sink=SnsSink(sns, TOPIC_ARN),
+            sink=SnsSink(sns, TOPIC_ARN, max_delivery_bytes=SQS_MAX_MESSAGE_BYTES_CEILING),
             table_name="t",
             dynamodb_client=dynamodb,
             sleep=lambda _: None,

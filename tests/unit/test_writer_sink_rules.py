@@ -24,6 +24,7 @@ from dynamodb_outbox.sinks import (
     SnsSink,
     rules_for,
 )
+from dynamodb_outbox.sizes import QUEUE_DELIVERY_BUDGET_BYTES
 from dynamodb_outbox.writer import EventTooLarge, InvalidWrite, OutboxWriter, UnpublishableEvent
 
 TABLE = "outbox-table"
@@ -89,6 +90,31 @@ def _publisher_publishes(publish_to: str, envelope: Envelope) -> bool:
     return isinstance(plan, _Publish)
 
 
+def _of_delivery_size(publish_to: str, size: int) -> Envelope:
+    """An envelope whose worst-case queue message for ``publish_to`` is exactly ``size`` bytes."""
+    rules = rules_for(publish_to)
+    base = _envelope(data={"blob": ""})
+    missing = size - rules.delivery_size(OutboundEvent.of(base))
+    assert missing >= 0
+    envelope = _envelope(data={"blob": "x" * missing}, id=base.id, time=base.time)
+    assert rules.delivery_size(OutboundEvent.of(envelope)) == size
+    return envelope
+
+
+@pytest.mark.parametrize("publish_to", ["eventbridge", "sns", "sns_fifo"])
+@pytest.mark.parametrize("delta", [-1, 0, 1])
+def test_size_limit_is_the_consumer_queues_to_the_byte(publish_to: str, delta: int) -> None:
+    # The binding limit on every path: what a consumer queue and its DLQ can take
+    # after the bus or topic wrapped the event (dynamodb_outbox.sizes).
+    limit = rules_for(publish_to).max_delivery_bytes
+    envelope = _of_delivery_size(publish_to, limit + delta)
+
+    accepted = _writer_accepts(publish_to, envelope)
+
+    assert accepted == (delta <= 0)
+    assert _publisher_publishes(publish_to, envelope) == accepted
+
+
 @pytest.mark.parametrize(
     ("publish_to", "limit"),
     [
@@ -99,14 +125,11 @@ def _publisher_publishes(publish_to: str, envelope: Envelope) -> bool:
         ("sns_fifo", SNS_MAX_REQUEST_BYTES),
     ],
 )
-@pytest.mark.parametrize("delta", [-1, 0, 1])
-def test_size_limit_is_the_sinks_to_the_byte(publish_to: str, limit: int, delta: int) -> None:
-    envelope = _of_size(publish_to, limit + delta)
-
-    accepted = _writer_accepts(publish_to, envelope)
-
-    assert accepted == (delta <= 0)
-    assert _publisher_publishes(publish_to, envelope) == accepted
+def test_the_queue_bound_is_below_the_api_entry_bound(publish_to: str, limit: int) -> None:
+    # So the API's own limit never refuses what the writer accepted: the event at
+    # the queue bound is an entry under the API's limit.
+    envelope = _of_delivery_size(publish_to, rules_for(publish_to).max_delivery_bytes)
+    assert rules_for(publish_to).entry_size(OutboundEvent.of(envelope)) <= limit
 
 
 def test_eventbridge_limit_is_one_byte_under_256_kib() -> None:
@@ -122,14 +145,11 @@ def test_sns_counts_both_message_attributes() -> None:
 
 
 def test_too_large_names_the_sink_the_limit_and_the_size() -> None:
-    envelope = _of_size("sns", SNS_MAX_REQUEST_BYTES + 1)
-    with pytest.raises(EventTooLarge, match=r"action 1 .* for PublishBatch") as caught:
+    limit = QUEUE_DELIVERY_BUDGET_BYTES
+    envelope = _of_delivery_size("sns", limit + 1)
+    with pytest.raises(EventTooLarge, match=r"action 1 .* after PublishBatch") as caught:
         OutboxWriter(TABLE, RecordingClient(), publish_to="sns").write(ORDER, envelope)
-    assert (caught.value.limit, caught.value.actual, caught.value.index) == (
-        SNS_MAX_REQUEST_BYTES,
-        SNS_MAX_REQUEST_BYTES + 1,
-        1,
-    )
+    assert (caught.value.limit, caught.value.actual, caught.value.index) == (limit, limit + 1, 1)
 
 
 # An event PutEvents would refuse as a whole request (ValidationException), or

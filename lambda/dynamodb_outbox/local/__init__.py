@@ -56,6 +56,7 @@ from .results import (
     StreamStats,
 )
 from .runtime import LocalRuntime
+from .seams import SeamLedger, Undelivered, aws_seams
 from .sqs_mapping import QueueSettings, SqsMapping
 from .stream_mapping import STREAM_RETENTION_SECONDS, StreamMapping
 from .toolkit_clock import toolkit_follows
@@ -73,13 +74,16 @@ __all__ = [
     "MappingConfigError",
     "PollResult",
     "QueueSettings",
+    "SeamLedger",
     "SqsMapping",
     "SqsMappingSettings",
     "SqsStats",
     "StreamMapping",
     "StreamMappingSettings",
     "StreamStats",
+    "Undelivered",
     "VirtualClock",
+    "aws_seams",
     "disable_emulator_mappings",
     "judge_response",
     "mapping_config",
