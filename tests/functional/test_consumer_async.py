@@ -64,7 +64,7 @@ def test_an_async_consumer_is_awaited_to_the_end_of_each_event(
     response = _run(store, [sqs_record(eventbridge_body(e)) for e in events], process)
 
     assert failure_ids(response) == []
-    assert done == [e.id for e in events]
+    assert sorted(done) == sorted(e.id for e in events), "concurrent: in no promised order"
 
 
 def test_an_async_consumer_that_raises_fails_its_message_only_and_runs_again_later(
@@ -87,7 +87,8 @@ def test_an_async_consumer_that_raises_fails_its_message_only_and_runs_again_lat
     again = _run(store, [redelivered(bad_record), redelivered(good_record)], process)
 
     assert failure_ids(again) == []
-    assert attempts == [bad.id, good.id, bad.id], "the redelivered duplicate is skipped"
+    assert sorted(attempts[:2]) == sorted([bad.id, good.id])
+    assert attempts[2:] == [bad.id], "the redelivered duplicate is skipped"
 
 
 def test_an_async_call_method_is_awaited(store: DynamoDBPersistenceLayer) -> None:

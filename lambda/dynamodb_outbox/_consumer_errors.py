@@ -1,0 +1,108 @@
+"""What the consumer toolkit does with whatever a record's code raises.
+
+Only its record fails, whatever it is (any ``BaseException``), except the one
+exception that must end the process: :data:`PROCESS_ENDING`.
+
+* ``KeyboardInterrupt`` ends the process. It means "a person stopped this
+  program" (SIGINT, Ctrl-C): a local drain or a test run must stop when asked.
+  Lambda never sends SIGINT to a function (it stops a sandbox with SIGTERM,
+  SIGKILL after), so on AWS it only arrives when code raises it on purpose,
+  and then Lambda's own rule applies: the invocation fails and the batch
+  returns whole.
+* ``SystemExit`` (``sys.exit()`` in the record's code or a CLI library it
+  calls) fails its record only. Left to escape, Lambda's Python runtime does
+  not catch it: the runtime process exits (``Runtime.ExitError``), the batch
+  returns whole, processed messages included, and the sandbox cold-starts
+  again. That is one record holding the batch hostage; pytest reads it the
+  same way (a test calling ``sys.exit`` fails alone).
+* ``asyncio.CancelledError``, ``GeneratorExit`` and any other
+  ``BaseException`` subclass fail their record only: they describe the
+  record's own work (an awaited call cancelled, a generator misused).
+* ``MemoryError`` is an ``Exception``: one allocation the record asked for
+  failed, the interpreter carries on, and so does the batch. A sandbox that
+  runs out of memory for real is killed by Lambda (``Runtime.OutOfMemory``)
+  before Python can raise anything; no library can isolate that.
+
+Log lines name the exception's type and where it was raised, never its text:
+the text of a validation error quotes the payload (a card number, an e-mail
+address). :func:`describe` gives the text only when a consumer opts in, and
+never raises, whatever the exception's ``__str__`` or ``__repr__`` do.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Final
+
+__all__ = [
+    "PROCESS_ENDING",
+    "HandlerRaised",
+    "describe",
+    "raised_at",
+    "type_name",
+    "unwrapped",
+]
+
+#: The exceptions that end the batch (and the process) instead of one record.
+PROCESS_ENDING: Final[tuple[type[BaseException], ...]] = (KeyboardInterrupt,)
+
+#: Most characters of an exception's text put in a log line, when opted in.
+MAX_LOGGED_TEXT: Final = 2_000
+
+
+class HandlerRaised(Exception):
+    """A record's code raised a ``BaseException`` that is not an ``Exception``.
+
+    Carried as an ``Exception`` through Powertools' idempotency handler, which
+    deletes the in-progress record only for an ``Exception``: the retry then
+    runs the event again instead of waiting for the record to expire.
+    """
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(type_name(raised))
+        self.raised = raised
+
+
+def unwrapped(exc: BaseException) -> BaseException:
+    """The exception the record's code raised, without the toolkit's wrapper."""
+    return exc.raised if isinstance(exc, HandlerRaised) else exc
+
+
+def type_name(exc: BaseException) -> str:
+    """``module.QualifiedName`` of the exception's class (builtins without a module)."""
+    try:
+        cls = type(exc)
+        module = cls.__module__
+        name = cls.__qualname__
+        return name if module == "builtins" else f"{module}.{name}"
+    except Exception:  # a metaclass may make even this raise
+        return "<unnamed exception>"
+
+
+def raised_at(exc: BaseException) -> str | None:
+    """``file:line in function`` of the innermost frame the exception passed through."""
+    try:
+        frames = traceback.extract_tb(exc.__traceback__)
+    except Exception:
+        return None
+    if not frames:
+        return None
+    frame = frames[-1]
+    return f"{frame.filename}:{frame.lineno} in {frame.name}"
+
+
+def describe(exc: BaseException) -> str:
+    """The exception's type and text, cut to :data:`MAX_LOGGED_TEXT`; never raises."""
+    try:
+        text = str(exc)
+    except PROCESS_ENDING:
+        raise
+    except BaseException as failure:
+        text = f"<__str__ raised {type_name(failure)}>"
+    try:
+        text = text[:MAX_LOGGED_TEXT]
+    except PROCESS_ENDING:
+        raise
+    except BaseException:  # a str subclass with a hostile __getitem__
+        text = "<unprintable>"
+    return f"{type_name(exc)}: {text}"
