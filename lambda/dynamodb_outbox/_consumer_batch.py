@@ -207,21 +207,22 @@ async def run_concurrently(
     log: Logger,
     *,
     groups: Sequence[str | None],
+    workers: ThreadPoolExecutor,
     limit: int,
 ) -> BatchResult:
-    """Run the lanes concurrently, at most ``limit`` records at once, each lane in order.
+    """Run the lanes concurrently, each lane in order, at most ``limit`` records at once.
 
-    ``run`` is called on a worker thread, in a copy of the caller's context
-    (log keys follow). Records are started in batch order as slots free up.
+    ``run`` is called on one of ``workers`` (at least ``limit`` of them), in
+    a copy of the caller's context (log keys follow). Records are started in
+    batch order as workers free up. The caller owns ``workers``
+    and joins them once the loop has stopped: joining from inside the loop
+    would wait for workers that wait for this very loop.
     """
     import asyncio  # only consumers written with async pay its import
 
     state = _Lanes(message_ids, lanes, deadline, log)
     loop = asyncio.get_running_loop()
     slots = asyncio.Semaphore(limit)
-    # One worker per slot: the default executor has min(32, CPUs + 4) threads,
-    # which would bound the concurrency below ``limit`` unannounced.
-    workers = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="outbox-consumer-record")
 
     async def run_lane(lane: list[int]) -> None:
         for position, index in enumerate(lane):
@@ -235,10 +236,5 @@ async def run_concurrently(
                 state.fail_lane(lane, position, groups[index])
                 return
 
-    try:
-        await asyncio.gather(*(run_lane(lane) for lane in lanes))
-    finally:
-        # Idle once gather is done; after a KeyboardInterrupt, blocking here
-        # would wait for workers that wait for this very loop.
-        workers.shutdown(wait=False, cancel_futures=True)
+    await asyncio.gather(*(run_lane(lane) for lane in lanes))
     return state.result

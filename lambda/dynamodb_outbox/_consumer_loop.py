@@ -63,9 +63,8 @@ def _current_or_new() -> asyncio.AbstractEventLoop:
 def run_to_end(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run the coroutine ``make()`` returns to its end on the process loop; return its result.
 
-    An exception it raises is raised here; a ``KeyboardInterrupt`` cancels
-    what the coroutine left running first, so the next invocation inherits no
-    half-done work.
+    An exception it raises is raised here; a ``KeyboardInterrupt`` first
+    cancels every task left on the loop, so nothing waits for half-done work.
     """
     try:
         asyncio.get_running_loop()
@@ -80,11 +79,21 @@ def _run_on(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) 
     try:
         return loop.run_until_complete(task)
     except BaseException:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(task)
+        # Only a KeyboardInterrupt gets here (the batch fails records, never
+        # itself): the process is stopping. Cancel everything still running on
+        # the loop, records awaited from worker threads included, so that no
+        # worker waits forever for a coroutine nobody will run.
+        _cancel_all(loop)
         raise
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 def _helper_thread() -> ThreadPoolExecutor:

@@ -65,6 +65,7 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Final, NotRequired, TypedDict, TypeVar, overload
 
 from aws_lambda_powertools import Logger, Metrics
@@ -436,8 +437,10 @@ def process_sqs_batch(
     if _is_async(process_one):
         from dynamodb_outbox._consumer_loop import run_to_end  # asyncio only for async consumers
 
+        aborted: Future[None] = Future()
+
         async def run_batch() -> BatchResult:
-            run_one = _awaited_on_loop(process_one)
+            run_one = _awaited_on_loop(process_one, aborted)
             return await run_concurrently(
                 message_ids,
                 lanes,
@@ -445,10 +448,18 @@ def process_sqs_batch(
                 deadline,
                 log,
                 groups=groups,
+                workers=workers,
                 limit=max_concurrency,
             )
 
-        result = run_to_end(run_batch)
+        # One worker per record in flight: the loop's default executor has
+        # min(32, CPUs + 4) threads, a limit below max_concurrency unannounced.
+        with ThreadPoolExecutor(max_concurrency, thread_name_prefix="outbox-record") as workers:
+            try:
+                result = run_to_end(run_batch)
+            except BaseException:
+                aborted.set_result(None)  # no worker may wait for the stopped loop
+                raise
     else:
         result = run_in_order(
             message_ids,
@@ -497,14 +508,17 @@ def _refusing_awaitables(process_one: Callable[[Envelope], object]) -> Callable[
     return run_one
 
 
-def _awaited_on_loop(process_one: Callable[[Envelope], object]) -> Callable[[Envelope], None]:
+def _awaited_on_loop(
+    process_one: Callable[[Envelope], object], aborted: Future[None]
+) -> Callable[[Envelope], None]:
     """An ``async def`` ``process_one`` as a blocking call, for a record's worker thread.
 
     The coroutine runs on the running loop (the process loop, where the
     function's clients live) and the worker waits for its end, so the event
     is COMPLETED only after it. Whatever it raises is raised here, in the
     record's worker; a ``KeyboardInterrupt`` is left to asyncio, which stops
-    the loop with it.
+    the loop with it, and ``aborted`` then tells every worker still waiting
+    that no loop will run its coroutine (it fails as cancelled).
     """
     import asyncio
 
@@ -514,7 +528,13 @@ def _awaited_on_loop(process_one: Callable[[Envelope], object]) -> Callable[[Env
         result = process_one(envelope)
         if not inspect.isawaitable(result):
             return
-        raised = asyncio.run_coroutine_threadsafe(_captured(result), loop).result()
+        running = asyncio.run_coroutine_threadsafe(_captured(result), loop)
+        either: list[Future[Any]] = [running, aborted]
+        wait(either, return_when=FIRST_COMPLETED)
+        if not running.done():
+            running.cancel()
+            raise asyncio.CancelledError("the batch was stopped before this event ended")
+        raised = running.result()
         if raised is not None:
             raise raised
 
