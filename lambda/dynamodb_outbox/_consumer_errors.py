@@ -38,6 +38,7 @@ __all__ = [
     "PROCESS_ENDING",
     "HandlerRaised",
     "describe",
+    "describe_traceback",
     "raised_at",
     "type_name",
     "unwrapped",
@@ -92,7 +93,11 @@ def raised_at(exc: BaseException) -> str | None:
 
 
 def describe(exc: BaseException) -> str:
-    """The exception's type and text, cut to :data:`MAX_LOGGED_TEXT`; never raises."""
+    """The exception's type and text, cut to :data:`MAX_LOGGED_TEXT`, UTF-8 safe; never raises.
+
+    Text that UTF-8 cannot encode (lone surrogates) is escaped: written as is,
+    it would make the log handler fail and the line be lost.
+    """
     try:
         text = str(exc)
     except PROCESS_ENDING:
@@ -105,4 +110,17 @@ def describe(exc: BaseException) -> str:
         raise
     except BaseException:  # a str subclass with a hostile __getitem__
         text = "<unprintable>"
-    return f"{type_name(exc)}: {text}"
+    return _utf8_safe(f"{type_name(exc)}: {text}")
+
+
+def describe_traceback(exc: BaseException) -> str:
+    """Where the exception passed (file, line, function, source line), then :func:`describe`."""
+    try:
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+    except Exception:
+        frames = ""
+    return _utf8_safe(frames) + describe(exc)
+
+
+def _utf8_safe(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -96,6 +96,7 @@ from dynamodb_outbox._consumer_errors import (
     PROCESS_ENDING,
     HandlerRaised,
     describe,
+    describe_traceback,
     raised_at,
     type_name,
     unwrapped,
@@ -778,7 +779,8 @@ def _log_failure(
         log.error(message, extra=extra)
         return
     extra["reason"] = describe(exc)
-    log.error(message, extra=extra, exc_info=(type(exc), exc, exc.__traceback__))
+    extra["traceback"] = describe_traceback(exc)
+    log.error(message, extra=extra)
 
 
 # --------------------------------------------------------------------------- the handler

@@ -125,6 +125,8 @@ def test_whatever_a_function_raises_fails_its_record_only_and_it_runs_again(
     raised: Callable[[], BaseException],
     is_async: bool,
     log_exception_text: bool,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     # GIVEN three events, the middle one's first run raising something hostile
     events = [make_envelope() for _ in range(3)]
@@ -147,6 +149,11 @@ def test_whatever_a_function_raises_fails_its_record_only_and_it_runs_again(
     )
     assert failure_ids(again) == []
     assert done.count(events[1].id) == 2 and len(done) == 4
+
+    # AND every line was written: none lost to a logging error, all valid UTF-8
+    logged = capsys.readouterr()
+    assert "--- Logging error ---" not in logged.err
+    (logged.out + logged.err + caplog.text).encode("utf-8")
 
 
 @pytest.mark.parametrize("raised", list(HOSTILE.values()), ids=list(HOSTILE))
