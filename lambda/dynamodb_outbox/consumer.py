@@ -45,10 +45,15 @@ Usage::
     def handler(event: Envelope) -> None:
         ...  # raise to fail this message only
 
-An ``async def`` function works the same way: each event is awaited to the end
-(on an event loop the batch runs), under the same idempotency and partial
-batch rules. A plain function that *returns* an awaitable fails its message
-instead: nothing awaited it, so nothing may be recorded as done.
+An ``async def`` function works the same way: each event is awaited to the end,
+under the same idempotency and partial batch rules, on one event loop kept for
+the life of the process (:mod:`dynamodb_outbox._consumer_loop`), several
+events at once (:mod:`dynamodb_outbox._consumer_batch`). A plain function that
+*returns* an awaitable fails its message instead: nothing awaited it, so
+nothing may be recorded as done. Whatever the function raises fails its
+message only, ``KeyboardInterrupt`` excepted (:mod:`dynamodb_outbox._consumer_errors`);
+no record is started that is not expected to end before the timeout
+(:mod:`dynamodb_outbox._consumer_deadline`).
 
 The handler's Lambda needs, on the idempotency table: ``dynamodb:PutItem``,
 ``dynamodb:GetItem``, ``dynamodb:UpdateItem``, ``dynamodb:DeleteItem``; on the
@@ -392,6 +397,8 @@ def process_sqs_batch(
     Every other problem (bad body, function error, event in progress elsewhere,
     idempotency store error) fails its record only.
     """
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
     log = logger or _default_logger
     message_ids = _message_ids(event)
     records: Sequence[SQSRecord] = event["Records"]
@@ -412,8 +419,6 @@ def process_sqs_batch(
     key_prefix = idempotency_key_prefix(consumer_name)
     _check_store(persistence_store, config, key_prefix)
 
-    if max_concurrency < 1:
-        raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
     groups = [_message_group(record) if fifo else None for record in records]
     lanes = lanes_of(groups, fifo)
     deadline = Deadline(
