@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TF_CLI_CONFIG := .tfcli/terraformrc
 
-.PHONY: help venv checkov-venv package package-check lint fmt-check validate tf-config test test-python test-terraform e2e clean
+.PHONY: help release venv checkov-venv package package-check lint fmt-check validate tf-config test test-python test-terraform e2e clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -22,6 +22,11 @@ $(STAMP): requirements-dev.txt lambda/pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP) ## create .venv with the pinned dependencies
+
+# No venv needed: scripts/release.py is standard library only.
+release: ## tag vVERSION after checking a clean tree and that every version statement and CHANGELOG agree (make release VERSION=x.y.z)
+	@test -n "$(VERSION)" || { echo "make release: set VERSION=x.y.z" >&2; exit 2; }
+	$(PYTHON_BOOT) scripts/release.py "$(VERSION)"
 
 # checkov pins boto3/botocore/networkx/packaging below requirements-dev.txt's,
 # so it gets a venv of its own; tests/security/test_checkov.py runs it.

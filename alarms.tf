@@ -16,6 +16,7 @@ locals {
       "consumer_dlq_depth",
       "consumer_dlq_age",
       "consumer_errors",
+      "consumer_untrusted_events",
     ] : key => var.alarms.enabled && !contains(var.alarms.disabled, key)
   }
 
@@ -152,12 +153,12 @@ locals {
     {
       for key, dlq in aws_sqs_queue.consumer_dlq : "consumer_dlq_age/${key}" => {
         name               = "${local.consumer_names[key]}-dlq-age"
-        description        = "The oldest message in ${dlq.name} (the ${key} consumer's DLQ) is older than ${var.alarms.consumer_dlq_age_threshold_seconds} s; SQS deletes it when it reaches the queue's 14-day retention."
+        description        = "The oldest message in ${dlq.name} (the ${key} consumer's DLQ) has been there ${module.windows.consumer_dlq_age_threshold_seconds[key]} s; SQS deletes it ${module.windows.dlq_life_after_move_seconds[key]} s after the move at the earliest. Redrive it before (outbox-ops redrive): the consumer's idempotency window covers a redrive until then."
         namespace          = "AWS/SQS"
         metric_name        = "ApproximateAgeOfOldestMessage"
         statistic          = "Maximum"
         dimensions         = tomap({ QueueName = dlq.name })
-        threshold          = var.alarms.consumer_dlq_age_threshold_seconds
+        threshold          = module.windows.consumer_dlq_age_threshold_seconds[key]
         period             = var.alarms.period_seconds
         evaluation_periods = 1
         treat_missing_data = "notBreaching"
@@ -184,9 +185,27 @@ locals {
     }
   }
 
+  # The module's reference consumers: messages refused because they are not what
+  # the bus or topic delivers (the toolkit's UntrustedEvents, Powertools service
+  # "<name>-<key>"). A caller's function reports it under its own service name.
+  consumer_untrusted_metrics = {
+    for key, c in local.module_consumers : "consumer_untrusted_events/${key}" => {
+      name               = "${local.consumer_names[key]}-untrusted-events"
+      description        = "The ${key} consumer of ${var.name} refused messages that its bus or topic cannot have delivered (a forged event, a wrong replay name, or a queue another sender writes to). They are never processed; after ${c.max_receive_count} receives they wait in ${local.consumer_names[key]}-dlq. Find the sender (docs/threat-model.md)."
+      namespace          = local.metrics_namespace
+      metric_name        = "UntrustedEvents"
+      statistic          = "Sum"
+      dimensions         = tomap({ service = aws_lambda_function.consumer[key].environment[0].variables["POWERTOOLS_SERVICE_NAME"] })
+      threshold          = 0
+      period             = var.alarms.period_seconds
+      evaluation_periods = 1
+      treat_missing_data = "notBreaching"
+    }
+  }
+
   # The per-consumer alarms that are on, keyed "<alarm>/<consumer key>".
   consumer_alarms = {
-    for key, alarm in merge(local.consumer_rule_metrics, local.consumer_dlq_metrics, local.consumer_function_metrics) :
+    for key, alarm in merge(local.consumer_rule_metrics, local.consumer_dlq_metrics, local.consumer_function_metrics, local.consumer_untrusted_metrics) :
     key => alarm if local.alarm_enabled[split("/", key)[0]]
   }
 
@@ -243,6 +262,11 @@ resource "aws_cloudwatch_metric_alarm" "this" {
   tags = local.tags
 
   lifecycle {
+    # The DLQ-age alarm must fire while SQS still keeps the message (docs/seams.md, Windows).
+    precondition {
+      condition     = !startswith(each.key, "consumer_dlq_age/") || try(module.windows.consumer_dlq_age_threshold_seconds[split("/", each.key)[1]] < module.windows.dlq_life_after_move_seconds[split("/", each.key)[1]] || module.windows.dlq_life_after_move_seconds[split("/", each.key)[1]] == 0, true)
+      error_message = "alarms.consumer_dlq_age_threshold_seconds (${each.value.threshold} s) does not fire before SQS deletes a message from the DLQ of consumer ${try(split("/", each.key)[1], "")}: a message moved there after waiting its queue's message_retention_seconds (${try(var.consumers[split("/", each.key)[1]].message_retention_seconds, "")}) is kept ${try(module.windows.dlq_life_after_move_seconds[split("/", each.key)[1]], "")} s more (a standard DLQ counts retention from the first enqueue). Lower the threshold, or leave it null to derive it (docs/seams.md, Windows)."
+    }
     precondition {
       condition     = each.key != "oldest_pending_item" || local.oldest_pending_threshold_seconds != null
       error_message = "With a cron() sweeper schedule, set alarms.oldest_pending_age_threshold_seconds (the age a pending item must never reach: sweeper.min_age_seconds plus the longest gap between runs), or add \"oldest_pending_item\" to alarms.disabled."

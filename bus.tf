@@ -43,6 +43,65 @@ resource "aws_cloudwatch_event_bus" "this" {
 }
 
 ################################################################################
+# Event bus: resource policy
+################################################################################
+
+# Only the publisher and the sweeper put events on the module's bus (Security
+# Hub's EventBridge.3 asks for a resource policy). The Deny holds against any IAM
+# grant in the account, administrators' included, except the principals of
+# var.operator_principal_arns (putting the bus DLQ's events back, README). It
+# never applies to AWS service principals (aws:PrincipalIsAWSService), so
+# EventBridge's own deliveries and replays are unaffected however EventBridge
+# authorises them. aws:PrincipalArn with ArnNotLike rather than NotPrincipal, as
+# the IAM User Guide ("NotPrincipal") recommends. An existing bus keeps its
+# owner's policy: the module never overwrites it (docs/threat-model.md).
+data "aws_iam_policy_document" "event_bus" {
+  count = local.create_event_bus ? 1 : 0
+
+  statement {
+    sid       = "OutboxPutsEvents"
+    actions   = ["events:PutEvents"]
+    resources = [local.event_bus_built_arn]
+
+    principals {
+      type        = "AWS"
+      identifiers = local.outbox_publisher_role_arns
+    }
+  }
+
+  statement {
+    sid       = "NoOtherSender"
+    effect    = "Deny"
+    actions   = ["events:PutEvents"]
+    resources = [local.event_bus_built_arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "ArnNotLike"
+      variable = "aws:PrincipalArn"
+      values   = concat(local.outbox_publisher_role_arns, var.operator_principal_arns)
+    }
+
+    condition {
+      test     = "BoolIfExists"
+      variable = "aws:PrincipalIsAWSService"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_cloudwatch_event_bus_policy" "this" {
+  count = local.create_event_bus ? 1 : 0
+
+  event_bus_name = aws_cloudwatch_event_bus.this[0].name
+  policy         = data.aws_iam_policy_document.event_bus[0].json
+}
+
+################################################################################
 # Event bus: dead-letter queue
 ################################################################################
 

@@ -20,16 +20,19 @@ locals {
     for key, c in var.consumers : key => c.visibility_timeout_seconds != null ? c.visibility_timeout_seconds : 6 * c.function_timeout_seconds
   }
 
-  # How long an event id is remembered: at least the toolkit's default of 7 days,
-  # and never less than a duplicate can still arrive (the queue's retention plus
-  # EventBridge's retry window) or the archive can still replay it: a replay not
-  # asked to reprocess must find every event it carries already recorded.
-  consumer_idempotency_expires_after_seconds = {
-    for key, c in var.consumers : key => max(
-      604800,
-      c.message_retention_seconds + c.maximum_event_age_in_seconds,
-      local.create_event_archive ? var.event_archive.retention_days * 86400 : 0,
-    )
+  # How long an event id is remembered, and when the DLQ-age alarm fires: both
+  # derived in modules/windows from every place a copy of an event can still
+  # come from (docs/seams.md, "Windows").
+  consumer_idempotency_expires_after_seconds = module.windows.idempotency_expires_after_seconds
+
+  # The toolkit's settings (dynamodb_outbox.settings names them), for the
+  # reference consumer and, through the `consumers` output, a caller's function.
+  consumer_toolkit_environment = {
+    for key in keys(var.consumers) : key => merge({
+      OUTBOX_CONSUMER_NAME                     = key
+      OUTBOX_IDEMPOTENCY_TABLE                 = local.idempotency_table_name
+      OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = tostring(local.consumer_idempotency_expires_after_seconds[key])
+    }, local.consumer_sender_environment)
   }
 
   # ARNs built from names, so that policies can name a queue before it exists: the
@@ -113,8 +116,45 @@ resource "aws_dynamodb_table" "idempotency" {
 
 # Only the consumer's rule (or the topic) may send, and only to this queue. An
 # SQS target takes no role: EventBridge is authorised by this policy.
+#
+# The Deny makes that true against IAM grants too: no IAM principal of the
+# account may send, whatever its policies say, except var.operator_principal_arns
+# (`outbox-ops redrive`: StartMessageMoveTask sends with its caller's
+# permissions). AWS service principals are left to the Allow, which admits only
+# this rule or topic (aws:SourceArn). SQS's own move of a message to the DLQ after
+# maxReceiveCount is not a SendMessage call and is governed by the DLQ's
+# redrive-allow policy instead.
 data "aws_iam_policy_document" "consumer_queue" {
   for_each = local.consumer_source_arns
+
+  statement {
+    sid       = "NoOtherSender"
+    effect    = "Deny"
+    actions   = ["sqs:SendMessage"]
+    resources = [local.consumer_queue_arns[each.key]]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    # Without operators, every IAM principal.
+    dynamic "condition" {
+      for_each = length(var.operator_principal_arns) > 0 ? ["operators"] : []
+
+      content {
+        test     = "ArnNotLike"
+        variable = "aws:PrincipalArn"
+        values   = var.operator_principal_arns
+      }
+    }
+
+    condition {
+      test     = "BoolIfExists"
+      variable = "aws:PrincipalIsAWSService"
+      values   = ["false"]
+    }
+  }
 
   statement {
     sid       = local.publish_to_sns ? "TopicDeliversMessages" : "RuleDeliversEvents"
@@ -135,9 +175,28 @@ data "aws_iam_policy_document" "consumer_queue" {
 }
 
 # The DLQ also receives what the rule's target (or the subscription) could not
-# deliver after its retries, from the same source.
+# deliver after its retries, from the same source. No IAM principal sends to it,
+# operators included (they move messages out of it, never in).
 data "aws_iam_policy_document" "consumer_dlq" {
   for_each = local.consumer_source_arns
+
+  statement {
+    sid       = "NoOtherSender"
+    effect    = "Deny"
+    actions   = ["sqs:SendMessage"]
+    resources = [local.consumer_dlq_arns[each.key]]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "BoolIfExists"
+      variable = "aws:PrincipalIsAWSService"
+      values   = ["false"]
+    }
+  }
 
   statement {
     sid       = local.publish_to_sns ? "TopicDeadLetters" : "RuleDeadLetters"
@@ -158,6 +217,29 @@ data "aws_iam_policy_document" "consumer_dlq" {
 }
 
 ################################################################################
+# Consumers: windows
+################################################################################
+
+module "windows" {
+  source = "./modules/windows"
+
+  publish_to = var.publish_to
+  consumers = {
+    for key, c in var.consumers : key => {
+      message_retention_seconds         = c.message_retention_seconds
+      maximum_event_age_in_seconds      = c.maximum_event_age_in_seconds
+      idempotency_expires_after_seconds = c.idempotency_expires_after_seconds
+    }
+  }
+  archive_retention_days = local.create_event_archive ? var.event_archive.retention_days : 0
+  # The sweeper re-publishes an item as long as it stays pending; the
+  # oldest-pending alarm bounds that (a cron() schedule without an explicit
+  # threshold counts as daily).
+  sweeper_republish_seconds          = local.sweeper_enabled ? coalesce(local.oldest_pending_threshold_seconds, var.sweeper.min_age_seconds + 86400) : 0
+  consumer_dlq_age_threshold_seconds = var.alarms.consumer_dlq_age_threshold_seconds
+}
+
+################################################################################
 # Consumers: queues
 ################################################################################
 
@@ -175,7 +257,7 @@ resource "aws_sqs_queue" "consumer_dlq" {
   for_each = var.consumers
 
   name                      = local.consumer_dlq_names[each.key]
-  message_retention_seconds = 1209600 # 14 days, the SQS maximum
+  message_retention_seconds = module.windows.dlq_retention_seconds
 
   fifo_queue                  = local.ordered ? true : null
   content_based_deduplication = local.ordered ? false : null
@@ -195,6 +277,10 @@ resource "aws_sqs_queue" "consumer_dlq" {
   tags = local.tags
 
   lifecycle {
+    precondition {
+      condition     = module.windows.idempotency_expires_after_seconds[each.key] >= module.windows.minimum_idempotency_seconds[each.key]
+      error_message = "consumers[\"${each.key}\"].idempotency_expires_after_seconds is ${module.windows.idempotency_expires_after_seconds[each.key]} s, shorter than a copy of an event can still reach its function: ${module.windows.minimum_idempotency_seconds[each.key]} s, from message_retention_seconds (${each.value.message_retention_seconds}, counted twice: a copy redriven from the DLQ is a new message), the DLQ's ${module.windows.dlq_retention_seconds} s, ${var.publish_to == "eventbridge" ? "maximum_event_age_in_seconds (${each.value.maximum_event_age_in_seconds})" : "SNS's 23 days of delivery retries"}, the stream's 24 h or the sweeper's republish, and event_archive.retention_days. A copy arriving after its record expired takes effect twice. Raise it, or leave it null to derive it (docs/seams.md, Windows)."
+    }
     postcondition {
       condition     = self.arn == local.consumer_dlq_arns[each.key]
       error_message = "The DLQ's ARN is ${self.arn}, not the ${local.consumer_dlq_arns[each.key]} its policies were given."
@@ -364,17 +450,46 @@ data "aws_iam_policy_document" "consumer_function" {
       resources = ["*"]
     }
   }
+
+  # vpc_config: Lambda creates and deletes the functions' network interfaces with
+  # the function's role. The actions of AWS's AWSLambdaVPCAccessExecutionRole
+  # (without its logs actions, granted above), on "*" as there: the interfaces do
+  # not exist before Lambda creates them and the Describe actions take no resource.
+  dynamic "statement" {
+    for_each = local.vpc_enabled ? ["vpc"] : []
+
+    content {
+      sid = "ManageVpcNetworkInterfaces"
+      actions = [
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:CreateNetworkInterface",
+        "ec2:DeleteNetworkInterface",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DescribeSubnets",
+        "ec2:UnassignPrivateIpAddresses",
+      ]
+      resources = ["*"]
+    }
+  }
 }
 
 resource "aws_iam_role" "consumer" {
   for_each = local.module_consumers
 
-  name                 = local.consumer_names[each.key]
+  name                 = local.consumer_role_names[each.key]
+  path                 = var.iam_role_path
   description          = "Execution role of the ${each.key} outbox consumer of ${var.name}."
   assume_role_policy   = data.aws_iam_policy_document.lambda_assume_role.json
   permissions_boundary = var.iam_permissions_boundary_arn
 
-  tags = local.tags
+  tags = local.role_tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.consumer_role_names[each.key]) <= local.iam_role_name_max_length
+      error_message = "The IAM role name \"${local.consumer_role_names[each.key]}\" (consumer ${each.key}'s) is ${length(local.consumer_role_names[each.key])} characters; IAM allows ${local.iam_role_name_max_length}. Shorten iam_role_name_prefix (\"${var.iam_role_name_prefix}\", ${length(var.iam_role_name_prefix)} characters) or the consumer key or name."
+    }
+  }
 }
 
 resource "aws_iam_role_policy" "consumer" {
@@ -419,7 +534,7 @@ resource "aws_cloudwatch_log_group" "consumer" {
 
 resource "aws_lambda_function" "consumer" {
   #checkov:skip=CKV_AWS_116: SQS-invoked function: failed messages go to the queue's redrive DLQ, a function DLQ (asynchronous invocations only) never receives them
-  #checkov:skip=CKV_AWS_117: calls only AWS APIs (SQS, DynamoDB); a VPC would add NAT or endpoints and no isolation to protect
+  #checkov:skip=CKV_AWS_117: in a VPC only when the caller gives vpc_config (docs/vpc.md): it calls only AWS APIs (DynamoDB), and a VPC needs NAT or endpoints
   #checkov:skip=CKV_AWS_115: concurrency is bounded by the SQS mapping's maximum_concurrency input, which unlike reserved concurrency does not throttle messages back to the queue
   #checkov:skip=CKV_AWS_272: the package is the committed reproducible zip checked by `make package-check`; code signing needs a signing profile the caller owns
   for_each = local.module_consumers
@@ -440,18 +555,28 @@ resource "aws_lambda_function" "consumer" {
   # As the publisher's: the module's key when given.
   kms_key_arn = var.kms_key_arn
 
+  # vpc_config: in the caller's subnets, or no VPC.
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [var.vpc_config] : []
+
+    content {
+      subnet_ids         = vpc_config.value.subnet_ids
+      security_group_ids = vpc_config.value.security_group_ids
+    }
+  }
+
   tracing_config {
     mode = var.tracing_mode
   }
 
   environment {
-    variables = {
-      OUTBOX_IDEMPOTENCY_TABLE                 = aws_dynamodb_table.idempotency[0].name
-      OUTBOX_CONSUMER_NAME                     = each.key
-      OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = tostring(local.consumer_idempotency_expires_after_seconds[each.key])
-      POWERTOOLS_SERVICE_NAME                  = "${var.name}-${each.key}"
-      POWERTOOLS_METRICS_NAMESPACE             = local.metrics_namespace
-    }
+    # What the `consumers` output gives a caller's own toolkit function, the
+    # table named through the resource so the function waits for it.
+    variables = merge(local.consumer_toolkit_environment[each.key], {
+      OUTBOX_IDEMPOTENCY_TABLE     = aws_dynamodb_table.idempotency[0].name
+      POWERTOOLS_SERVICE_NAME      = "${var.name}-${each.key}"
+      POWERTOOLS_METRICS_NAMESPACE = local.metrics_namespace
+    })
   }
 
   tags = local.tags
@@ -503,4 +628,12 @@ resource "aws_lambda_event_source_mapping" "consumer" {
     aws_iam_role_policy.consumer,
     aws_iam_role_policy.consumer_caller_role,
   ]
+
+  # An SQS event source invokes a function of the queue's region only.
+  lifecycle {
+    precondition {
+      condition     = each.value.function == null ? true : split(":", each.value.function.arn)[3] == local.region_name
+      error_message = "Consumer ${each.key}'s function.arn is a function of region ${try(split(":", each.value.function.arn)[3], "")}, but its queue is in ${local.region_name}, the provider's region: Lambda reads an SQS queue of the function's own region only. Deploy the function in ${local.region_name}, or use this module with a provider of the function's region."
+    }
+  }
 }

@@ -7,13 +7,18 @@ data "aws_partition" "current" {}
 data "aws_region" "current" {}
 
 locals {
-  # `id` is the region's name on hashicorp/aws 5.x and 6.x alike; `name` is
-  # deprecated in 6.x (replaced by `region`, which 5.x lacks).
-  region_name = data.aws_region.current.id
+  # The provider's region. hashicorp/aws 6.x gives the data source a `region`
+  # attribute and deprecates `name` (6.0) and `id` (6.47.0,
+  # hashicorp/terraform-provider-aws#48036); 5.x has no `region`. lookup() reads
+  # an attribute without a static reference, so 5.x does not fail on `region`.
+  # A conditional, not coalesce(): coalesce() carries the marks of every
+  # argument to its result, so `id`'s deprecation mark would reach every ARN
+  # built from the region on 6.x; a conditional keeps the chosen branch's only.
+  region_from_6x = lookup(data.aws_region.current, "region", null)
+  region_name    = local.region_from_6x != null ? local.region_from_6x : lookup(data.aws_region.current, "id", null)
 
-  # hashicorp/aws 6.x gives the data source a `region` attribute; 5.x has none.
-  # Read with lookup() so that 5.x does not fail on the reference.
-  provider_is_6x = lookup(data.aws_region.current, "region", null) != null
+  # hashicorp/aws 6.x, told by the `region` attribute only it has.
+  provider_is_6x = local.region_from_6x != null
 
   # hashicorp/aws 5.x validates the runtime against a list that ends at
   # python3.13; python3.14 came with 6.20 (hashicorp/terraform-provider-aws#44984).
@@ -21,6 +26,9 @@ locals {
 
   # Only active tracing makes the module's functions send segments (variables.tf).
   tracing_active = var.tracing_mode == "Active"
+
+  # vpc_config: the module's functions in the caller's subnets (docs/vpc.md).
+  vpc_enabled = var.vpc_config != null
 }
 
 # The account id completes the ARNs of the consumer queues, which their own
@@ -45,6 +53,7 @@ locals {
   sweeper_name             = "${var.name}-sweeper"
   sweeper_log_group_name   = "/aws/lambda/${local.sweeper_name}"
   sweeper_schedule_name    = "${var.name}-sweeper"
+  sweeper_schedule_group   = "default"
   sweeper_scheduler_role   = "${var.name}-sweeper-schedule"
   # publish_to = "sns" or "sns_fifo": the topic takes the bus's place. FIFO topic
   # and queue names must end in ".fifo".
@@ -62,6 +71,17 @@ locals {
   consumer_dlq_names   = { for key, name in local.consumer_names : key => "${name}-dlq${local.fifo_suffix}" }
 
   tags = var.tags
+
+  # IAM roles: the organisation's prefix (iam_role_name_prefix) before the derived
+  # name, its path (iam_role_path) and tags (iam_role_tags, over `tags`). IAM
+  # role names are at most 64 characters (IAM User Guide, "IAM object quotas":
+  # "Role name: 64 characters"); each aws_iam_role checks its own name.
+  iam_role_name_max_length   = 64
+  publisher_role_name        = "${var.iam_role_name_prefix}${local.publisher_name}"
+  sweeper_role_name          = "${var.iam_role_name_prefix}${local.sweeper_name}"
+  sweeper_schedule_role_name = "${var.iam_role_name_prefix}${local.sweeper_scheduler_role}"
+  consumer_role_names        = { for key, name in local.consumer_names : key => "${var.iam_role_name_prefix}${name}" }
+  role_tags                  = merge(local.tags, var.iam_role_tags)
 }
 
 ################################################################################
@@ -91,12 +111,12 @@ locals {
   sweeper_handler   = "dynamodb_outbox.sweeper.handler"
 
   # The sparse index the sweeper reads (see docs/decisions.md): only pending
-  # outbox items carry the shard attribute, one of `pending_index_shards` values
-  # ("00".."07") the writer derives from the ULID.
+  # outbox items carry the shard attribute, "00".."07", which the writer derives
+  # from the ULID. The count is the package's (envelope.DEFAULT_PENDING_SHARDS),
+  # not a setting: writer, sweeper and outbox-ops refuse any other.
   pending_index_name      = "outbox-pending"
   pending_index_hash_key  = "outbox_pending_shard"
   pending_index_range_key = local.sort_key
-  pending_index_shards    = 8
 
   # Reproducible deployment package, built by `make package` from lambda/ and
   # committed with the module.
@@ -120,6 +140,11 @@ locals {
     OUTBOX_SORT_KEY      = local.sort_key
   }
   quarantine_attributes = ["outbox_status", "quarantine_reason", "quarantined_at", "outbox_pending_shard"]
+  # What the publisher and sweeper may read of a partition on the ordered path,
+  # besides the keys (publisher.tf, sweeper.tf; QUERY_ATTRIBUTES in
+  # lambda/dynamodb_outbox/subject_sequences.py; tests/functional/test_sweeper_ordered.py
+  # holds the code to this list).
+  sequence_query_attributes = ["outbox_subject", "outbox_sequence", "outbox_status", "outbox_pending_shard"]
 }
 
 ################################################################################
@@ -183,6 +208,8 @@ locals {
   kms_via_lambda     = "lambda.${local.region_name}.amazonaws.com"
   publishing_kms_via = compact([local.kms_via_dynamodb, local.kms_via_sqs, local.publish_to_sns ? local.kms_via_sns : "", local.kms_via_lambda])
   consumer_kms_via   = [local.kms_via_sqs, local.kms_via_lambda]
+  # The sweeper sends to no queue: no SQS.
+  sweeper_kms_via = compact([local.kms_via_dynamodb, local.publish_to_sns ? local.kms_via_sns : "", local.kms_via_lambda])
 
   # Keys the functions that publish (publisher, sweeper) must be able to use: the
   # module's key (table, queue) and, for an existing table, the customer managed

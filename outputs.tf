@@ -12,6 +12,14 @@ output "table_arn" {
   value       = local.table_arn
 }
 
+output "writer_environment" {
+  description = "What the application's writer needs, as environment variables for `OutboxWriter.from_environment()`: the table (`OUTBOX_TABLE_NAME`), its key names (`OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY`) and the transport whose limits it enforces (`OUTBOX_PUBLISH_TO`), the values the publisher and the sweeper get."
+  value = merge(local.table_keys_environment, {
+    OUTBOX_TABLE_NAME = local.table_name
+    OUTBOX_PUBLISH_TO = var.publish_to
+  })
+}
+
 output "table_stream_arn" {
   description = "ARN of the table's stream the publisher reads."
   value       = local.table_stream_arn
@@ -125,27 +133,46 @@ output "consumers" {
       reference consumer, or yours);
     - `role_arn`, `log_group_name`: of the module's function; null for your own function;
     - `consumer_name`: the name the toolkit must use (`OUTBOX_CONSUMER_NAME`), i.e. the key;
+    - `idempotency_expires_after_seconds`: how long its toolkit must remember an event id
+      (derived from every window a copy can come through, docs/seams.md);
+    - `environment`: what a toolkit function of yours needs in its environment
+      (`OUTBOX_CONSUMER_NAME`, `OUTBOX_IDEMPOTENCY_TABLE`, `OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`),
+      the same values the module gives its reference consumer;
     - `required_policy_json`: the IAM policy the function's role needs (queue, KMS key,
       idempotency records under its own prefixes); grant it to your function's role when
       you do not pass `function.role_name`.
   EOT
   value = {
     for key, c in var.consumers : key => {
-      queue_url                 = aws_sqs_queue.consumer[key].url
-      queue_arn                 = aws_sqs_queue.consumer[key].arn
-      dlq_url                   = aws_sqs_queue.consumer_dlq[key].url
-      dlq_arn                   = aws_sqs_queue.consumer_dlq[key].arn
-      rule_arn                  = try(aws_cloudwatch_event_rule.consumer[key].arn, null)
-      subscription_arn          = try(aws_sns_topic_subscription.consumer[key].arn, null)
-      event_source_mapping_uuid = aws_lambda_event_source_mapping.consumer[key].uuid
-      function_name             = c.function == null ? aws_lambda_function.consumer[key].function_name : split(":", c.function.arn)[6]
-      function_arn              = c.function == null ? aws_lambda_function.consumer[key].arn : c.function.arn
-      role_arn                  = try(aws_iam_role.consumer[key].arn, null)
-      log_group_name            = try(aws_cloudwatch_log_group.consumer[key].name, null)
-      consumer_name             = key
-      required_policy_json      = data.aws_iam_policy_document.consumer[key].json
+      queue_url                         = aws_sqs_queue.consumer[key].url
+      queue_arn                         = aws_sqs_queue.consumer[key].arn
+      dlq_url                           = aws_sqs_queue.consumer_dlq[key].url
+      dlq_arn                           = aws_sqs_queue.consumer_dlq[key].arn
+      rule_arn                          = try(aws_cloudwatch_event_rule.consumer[key].arn, null)
+      subscription_arn                  = try(aws_sns_topic_subscription.consumer[key].arn, null)
+      event_source_mapping_uuid         = aws_lambda_event_source_mapping.consumer[key].uuid
+      function_name                     = c.function == null ? aws_lambda_function.consumer[key].function_name : split(":", c.function.arn)[6]
+      function_arn                      = c.function == null ? aws_lambda_function.consumer[key].arn : c.function.arn
+      role_arn                          = try(aws_iam_role.consumer[key].arn, null)
+      log_group_name                    = try(aws_cloudwatch_log_group.consumer[key].name, null)
+      consumer_name                     = key
+      idempotency_expires_after_seconds = local.consumer_idempotency_expires_after_seconds[key]
+      environment                       = local.consumer_toolkit_environment[key]
+      required_policy_json              = data.aws_iam_policy_document.consumer[key].json
     }
   }
+}
+
+output "consumer_environment" {
+  description = <<-EOT
+    The environment variables every consumer function needs so that the toolkit
+    refuses messages the outbox did not send (dynamodb_outbox.sender_checks):
+    `OUTBOX_PUBLISH_TO` and the bus (`OUTBOX_EVENT_BUS_ARN`) or topic
+    (`OUTBOX_TOPIC_ARN`). The module sets them on its reference consumers; merge them
+    into your own functions' environment. Without them the toolkit checks no sender and
+    never reprocesses on a replay's name.
+  EOT
+  value       = local.consumer_sender_environment
 }
 
 output "idempotency_table_name" {

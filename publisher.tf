@@ -37,29 +37,36 @@ resource "aws_sqs_queue" "on_failure" {
 ################################################################################
 
 resource "aws_iam_role" "publisher" {
-  name                 = local.publisher_name
+  name                 = local.publisher_role_name
+  path                 = var.iam_role_path
   description          = "Execution role of the ${local.publisher_name} outbox publisher."
   assume_role_policy   = data.aws_iam_policy_document.lambda_assume_role.json
   permissions_boundary = var.iam_permissions_boundary_arn
 
-  tags = local.tags
+  tags = local.role_tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.publisher_role_name) <= local.iam_role_name_max_length
+      error_message = "The IAM role name \"${local.publisher_role_name}\" (the publisher's) is ${length(local.publisher_role_name)} characters; IAM allows ${local.iam_role_name_max_length}. Shorten iam_role_name_prefix (\"${var.iam_role_name_prefix}\", ${length(var.iam_role_name_prefix)} characters) or name."
+    }
+  }
 }
 
 data "aws_iam_policy_document" "publisher" {
-  # The stream mapping polls the stream with the function's role. All four
+  # The stream mapping polls the stream with the function's role. The three
   # actions are scoped to this table's stream, as in the DynamoDB developer guide
   # ("IAM policy to allow an AWS Lambda function to access DynamoDB stream
-  # records"). ListStreams is listed by the Lambda documentation, but the mapping
-  # is given the stream ARN and reads it with DescribeStream, GetShardIterator and
-  # GetRecords; should AWS ever require ListStreams on "*", widen only that action,
-  # in a statement of its own.
+  # records"). No ListStreams: it has no resource type (Service Authorization
+  # Reference, DynamoDB), so scoped to the stream it granted nothing, and the
+  # mapping, given the stream ARN, never calls it. Should AWS ever require it,
+  # grant it on "*" in a statement of its own.
   statement {
     sid = "ReadOutboxStream"
     actions = [
       "dynamodb:DescribeStream",
       "dynamodb:GetRecords",
       "dynamodb:GetShardIterator",
-      "dynamodb:ListStreams",
     ]
     resources = [local.table_stream_arn]
   }
@@ -101,6 +108,31 @@ data "aws_iam_policy_document" "publisher" {
       test     = "StringEqualsIfExists"
       variable = "dynamodb:ReturnValues"
       values   = ["NONE"]
+    }
+  }
+
+  # On the ordered path only: the pending sequences of a partition whose events
+  # carry a sequence, to leave an event behind a lower pending one to the
+  # sweeper (lambda/dynamodb_outbox/subject_sequences.py): keys and
+  # local.sequence_query_attributes, never the envelopes.
+  dynamic "statement" {
+    for_each = var.publish_to == "sns_fifo" ? [1] : []
+    content {
+      sid       = "QueryPendingSequences"
+      actions   = ["dynamodb:Query"]
+      resources = [local.table_arn]
+
+      condition {
+        test     = "ForAllValues:StringEquals"
+        variable = "dynamodb:Attributes"
+        values   = concat(local.outbox_key_attributes, local.sequence_query_attributes)
+      }
+
+      condition {
+        test     = "StringEqualsIfExists"
+        variable = "dynamodb:Select"
+        values   = ["SPECIFIC_ATTRIBUTES"]
+      }
     }
   }
 
@@ -165,6 +197,27 @@ data "aws_iam_policy_document" "publisher" {
     }
   }
 
+  # vpc_config: Lambda creates and deletes the functions' network interfaces with
+  # the function's role. The actions of AWS's AWSLambdaVPCAccessExecutionRole
+  # (without its logs actions, granted above), on "*" as there: the interfaces do
+  # not exist before Lambda creates them and the Describe actions take no resource.
+  dynamic "statement" {
+    for_each = local.vpc_enabled ? ["vpc"] : []
+
+    content {
+      sid = "ManageVpcNetworkInterfaces"
+      actions = [
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:CreateNetworkInterface",
+        "ec2:DeleteNetworkInterface",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DescribeSubnets",
+        "ec2:UnassignPrivateIpAddresses",
+      ]
+      resources = ["*"]
+    }
+  }
+
   # No cloudwatch:PutMetricData: Powertools metrics are written to the log as
   # CloudWatch embedded metric format.
 }
@@ -181,7 +234,7 @@ resource "aws_iam_role_policy" "publisher" {
 
 resource "aws_lambda_function" "publisher" {
   #checkov:skip=CKV_AWS_116: stream-invoked function: failed batches go to the stream mapping's on-failure queue, a function DLQ (asynchronous invocations only) never receives them
-  #checkov:skip=CKV_AWS_117: calls only AWS APIs (DynamoDB, EventBridge/SNS, SQS); a VPC would add NAT or endpoints and no isolation to protect
+  #checkov:skip=CKV_AWS_117: in a VPC only when the caller gives vpc_config (docs/vpc.md): it calls only AWS APIs (DynamoDB, EventBridge/SNS), and a VPC needs NAT or endpoints
   #checkov:skip=CKV_AWS_115: concurrency is bounded by the stream: one invocation per shard times parallelization_factor; reserving it would only take from the account pool
   #checkov:skip=CKV_AWS_272: the package is the committed reproducible zip checked by `make package-check`; code signing needs a signing profile the caller owns
   function_name = local.publisher_name
@@ -200,6 +253,16 @@ resource "aws_lambda_function" "publisher" {
   # The environment (names and ARNs, no secrets) is encrypted with the module's
   # key when one is given, with Lambda's AWS managed key otherwise.
   kms_key_arn = var.kms_key_arn
+
+  # vpc_config: in the caller's subnets, or no VPC.
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [var.vpc_config] : []
+
+    content {
+      subnet_ids         = vpc_config.value.subnet_ids
+      security_group_ids = vpc_config.value.security_group_ids
+    }
+  }
 
   tracing_config {
     mode = var.tracing_mode
@@ -225,6 +288,13 @@ resource "aws_lambda_function" "publisher" {
     precondition {
       condition     = !local.lambda_runtime_needs_6x || local.provider_is_6x
       error_message = "lambda_runtime = \"${var.lambda_runtime}\" needs hashicorp/aws 6.20 or newer: the 5.x provider in use accepts Lambda runtimes up to python3.13 and refuses the functions and the layer (\"expected runtime to be one of ...\"). Upgrade the provider (terraform init -upgrade, with a constraint allowing >= 6.20) or set lambda_runtime = \"python3.13\"."
+    }
+
+    # A key of another region cannot encrypt this region's table, queues or logs;
+    # AWS would refuse it resource by resource, at apply.
+    precondition {
+      condition     = var.kms_key_arn == null ? true : split(":", var.kms_key_arn)[3] == local.region_name
+      error_message = "The kms_key_arn is a key of region ${try(split(":", var.kms_key_arn)[3], "")}, but the provider deploys to ${local.region_name}: DynamoDB, SQS, SNS, CloudWatch Logs and Lambda use keys of their own region only. Give a key (or a multi-Region replica key) of ${local.region_name}."
     }
 
     precondition {

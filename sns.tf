@@ -23,6 +23,61 @@ locals {
   publish_target_arn = local.publish_to_sns ? aws_sns_topic.this[0].arn : local.event_bus_arn
 
   publish_target_description = local.publish_to_sns ? "the ${local.sns_topic_name} SNS topic" : "the ${local.event_bus_name} event bus"
+
+  # The message attributes the publisher sets on every SNS message
+  # (dynamodb_outbox.sinks.SNS_MESSAGE_ATTRIBUTES; tests/unit/test_sns_message_attributes.py
+  # holds the two lists together). A consumer's filter_policy may filter on these only.
+  sns_message_attributes = ["event_type", "source"]
+
+  # Per consumer, the keys of its filter policy that are not message attributes,
+  # at every level of SNS's "$or" operator (an alternative may hold an "$or"
+  # of its own). Terraform has no recursion: four levels are read, and a
+  # policy nested deeper is refused with its own message.
+  consumer_filter_policies = {
+    for key, c in var.consumers : key => try(jsondecode(c.filter_policy), {}) if c.filter_policy != null
+  }
+  consumer_filter_policy_levels = {
+    for key, policy in local.consumer_filter_policies : key => [
+      [policy],
+      [for a in try(policy["$or"], []) : a],
+      flatten([for a in try(policy["$or"], []) : try(a["$or"], [])]),
+      flatten([for a in try(policy["$or"], []) : [for b in try(a["$or"], []) : try(b["$or"], [])]]),
+    ]
+  }
+  consumer_filter_policy_unknown_keys = {
+    for key, levels in local.consumer_filter_policy_levels : key => sort(distinct(flatten([
+      for level in levels : [
+        for alternative in level : [
+          for k in try(keys(alternative), []) : k if k != "$or" && !contains(local.sns_message_attributes, k)
+        ]
+      ]
+    ])))
+  }
+  consumer_filter_policy_too_deep = {
+    for key, levels in local.consumer_filter_policy_levels : key => anytrue([
+      for alternative in levels[3] : contains(try(keys(alternative), []), "$or")
+    ])
+  }
+
+  # What every consumer checks its messages against (dynamodb_outbox.sender_checks,
+  # names in settings.py): the transport, and the bus (its account and region) or
+  # the topic. Set on the reference consumers; the consumer_environment output
+  # gives callers' functions the same.
+  consumer_sender_environment = local.publish_to_sns ? {
+    OUTBOX_PUBLISH_TO = var.publish_to
+    OUTBOX_TOPIC_ARN  = aws_sns_topic.this[0].arn
+    } : {
+    OUTBOX_PUBLISH_TO    = "eventbridge"
+    OUTBOX_EVENT_BUS_ARN = var.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
+  }
+
+  # Built from its name, like the queues' ARNs (consumers.tf), so that the topic's
+  # policy is known at plan; the topic's postcondition checks it.
+  sns_topic_built_arn = "${local.arn_prefix}:sns:${local.arn_region_account}:${local.sns_topic_name}"
+
+  # The roles allowed to publish on the bus or topic: the publisher and the sweeper.
+  # aws:PrincipalArn of a role session is the role's ARN (path included).
+  outbox_publisher_role_arns = compact([aws_iam_role.publisher.arn, try(aws_iam_role.sweeper[0].arn, "")])
 }
 
 ################################################################################
@@ -47,6 +102,131 @@ resource "aws_sns_topic" "this" {
   content_based_deduplication = local.ordered ? false : null
 
   tags = local.tags
+
+  lifecycle {
+    postcondition {
+      condition     = self.arn == local.sns_topic_built_arn
+      error_message = "The SNS topic's ARN is ${self.arn}, not the ${local.sns_topic_built_arn} its policy was given."
+    }
+  }
+}
+
+################################################################################
+# SNS topic policy
+################################################################################
+
+# Replaces SNS's default policy, which lets every principal of the account publish,
+# subscribe any endpoint, change the topic's attributes or delete it. Here:
+# - administration is the account's, so IAM policies decide who administers it;
+# - only the publisher and the sweeper may publish (the Deny holds against any IAM
+#   grant; AWS service principals are left to their own allow, of which there is none);
+# - subscriptions are the module's own queues, over sqs only (sns:Protocol and
+#   sns:Endpoint, the Subscribe condition keys of SNS's "API permissions" reference).
+data "aws_iam_policy_document" "sns_topic" {
+  count = local.publish_to_sns ? 1 : 0
+
+  policy_id = "${local.sns_topic_name}-outbox"
+
+  statement {
+    sid = "AccountAdministers"
+    actions = [
+      "sns:AddPermission",
+      "sns:DeleteTopic",
+      "sns:GetTopicAttributes",
+      "sns:ListSubscriptionsByTopic",
+      "sns:RemovePermission",
+      "sns:SetTopicAttributes",
+    ]
+    resources = [local.sns_topic_built_arn]
+
+    principals {
+      type        = "AWS"
+      identifiers = ["${local.arn_prefix}:iam::${data.aws_caller_identity.current.account_id}:root"]
+    }
+  }
+
+  statement {
+    sid       = "OutboxPublishes"
+    actions   = ["sns:Publish"]
+    resources = [local.sns_topic_built_arn]
+
+    principals {
+      type        = "AWS"
+      identifiers = local.outbox_publisher_role_arns
+    }
+  }
+
+  statement {
+    sid       = "NoOtherPublisher"
+    effect    = "Deny"
+    actions   = ["sns:Publish"]
+    resources = [local.sns_topic_built_arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "ArnNotLike"
+      variable = "aws:PrincipalArn"
+      values   = local.outbox_publisher_role_arns
+    }
+
+    condition {
+      test     = "BoolIfExists"
+      variable = "aws:PrincipalIsAWSService"
+      values   = ["false"]
+    }
+  }
+
+  statement {
+    sid       = "SubscribeOnlyQueues"
+    effect    = "Deny"
+    actions   = ["sns:Subscribe"]
+    resources = [local.sns_topic_built_arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "StringNotEquals"
+      variable = "sns:Protocol"
+      values   = ["sqs"]
+    }
+  }
+
+  # Without consumers, no endpoint at all.
+  statement {
+    sid       = "SubscribeOnlyOutboxQueues"
+    effect    = "Deny"
+    actions   = ["sns:Subscribe"]
+    resources = [local.sns_topic_built_arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    dynamic "condition" {
+      for_each = length(local.consumer_subscriptions) > 0 ? ["endpoints"] : []
+
+      content {
+        test     = "StringNotEquals"
+        variable = "sns:Endpoint"
+        values   = [for key in keys(local.consumer_subscriptions) : local.consumer_queue_arns[key]]
+      }
+    }
+  }
+}
+
+resource "aws_sns_topic_policy" "this" {
+  count = local.publish_to_sns ? 1 : 0
+
+  arn    = aws_sns_topic.this[0].arn
+  policy = data.aws_iam_policy_document.sns_topic[0].json
 }
 
 ################################################################################
@@ -71,4 +251,17 @@ resource "aws_sns_topic_subscription" "consumer" {
   redrive_policy = jsonencode({
     deadLetterTargetArn = aws_sqs_queue.consumer_dlq[each.key].arn
   })
+
+  # A policy on an attribute the publisher never sets matches no message: the
+  # consumer would silently receive nothing.
+  lifecycle {
+    precondition {
+      condition     = length(local.consumer_filter_policy_unknown_keys[each.key]) == 0
+      error_message = "Consumer ${each.key}'s filter_policy filters on ${join(", ", formatlist("\"%s\"", local.consumer_filter_policy_unknown_keys[each.key]))}, which no message has: the filter policy applies to message attributes, and the publisher sets only ${join(" and ", local.sns_message_attributes)} (the envelope's type and source), e.g. jsonencode({ event_type = [\"OrderCreated\"] })."
+    }
+    precondition {
+      condition     = !local.consumer_filter_policy_too_deep[each.key]
+      error_message = "Consumer ${each.key}'s filter_policy nests \"$or\" more than four levels deep, which the module cannot check against the message attributes (${join(" and ", local.sns_message_attributes)}): flatten it."
+    }
+  }
 }

@@ -39,23 +39,55 @@ resource "aws_cloudwatch_log_group" "sweeper" {
 resource "aws_iam_role" "sweeper" {
   count = local.sweeper_enabled ? 1 : 0
 
-  name                 = local.sweeper_name
+  name                 = local.sweeper_role_name
+  path                 = var.iam_role_path
   description          = "Execution role of the ${local.sweeper_name} outbox sweeper."
   assume_role_policy   = data.aws_iam_policy_document.lambda_assume_role.json
   permissions_boundary = var.iam_permissions_boundary_arn
 
-  tags = local.tags
+  tags = local.role_tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.sweeper_role_name) <= local.iam_role_name_max_length
+      error_message = "The IAM role name \"${local.sweeper_role_name}\" (the sweeper's) is ${length(local.sweeper_role_name)} characters; IAM allows ${local.iam_role_name_max_length}. Shorten iam_role_name_prefix (\"${var.iam_role_name_prefix}\", ${length(var.iam_role_name_prefix)} characters) or name."
+    }
+  }
 }
 
 data "aws_iam_policy_document" "sweeper" {
   count = local.sweeper_enabled ? 1 : 0
 
   # Pending items are found on the sparse index only: Query on the index ARN,
-  # nothing on the table's own key space, and no Scan anywhere.
+  # and no Scan anywhere.
   statement {
     sid       = "QueryPendingIndex"
     actions   = ["dynamodb:Query"]
     resources = ["${local.table_arn}/index/${local.pending_index_name}"]
+  }
+
+  # On the ordered path only: the pending sequences of a partition whose events
+  # carry a sequence (lambda/dynamodb_outbox/subject_sequences.py), keys and the attributes
+  # of local.sequence_query_attributes, never the envelopes.
+  dynamic "statement" {
+    for_each = var.publish_to == "sns_fifo" ? [1] : []
+    content {
+      sid       = "QueryPendingSequences"
+      actions   = ["dynamodb:Query"]
+      resources = [local.table_arn]
+
+      condition {
+        test     = "ForAllValues:StringEquals"
+        variable = "dynamodb:Attributes"
+        values   = concat(local.outbox_key_attributes, local.sequence_query_attributes)
+      }
+
+      condition {
+        test     = "StringEqualsIfExists"
+        variable = "dynamodb:Select"
+        values   = ["SPECIFIC_ATTRIBUTES"]
+      }
+    }
   }
 
   # Re-read pending items by key (consistent BatchGetItem). Not narrowed: the
@@ -114,7 +146,8 @@ data "aws_iam_policy_document" "sweeper" {
     resources = ["${aws_cloudwatch_log_group.sweeper[0].arn}:*"]
   }
 
-  # Read and write an encrypted table; the same keys as the publisher.
+  # Read and write an encrypted table (and publish to an encrypted topic); the
+  # same keys as the publisher, through the same services but SQS.
   dynamic "statement" {
     for_each = length(local.publishing_kms_key_arns) > 0 ? [local.publishing_kms_key_arns] : []
 
@@ -129,7 +162,7 @@ data "aws_iam_policy_document" "sweeper" {
       condition {
         test     = "StringEquals"
         variable = "kms:ViaService"
-        values   = local.publishing_kms_via
+        values   = local.sweeper_kms_via
       }
     }
   }
@@ -145,6 +178,27 @@ data "aws_iam_policy_document" "sweeper" {
       actions = [
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
+      ]
+      resources = ["*"]
+    }
+  }
+
+  # vpc_config: Lambda creates and deletes the functions' network interfaces with
+  # the function's role. The actions of AWS's AWSLambdaVPCAccessExecutionRole
+  # (without its logs actions, granted above), on "*" as there: the interfaces do
+  # not exist before Lambda creates them and the Describe actions take no resource.
+  dynamic "statement" {
+    for_each = local.vpc_enabled ? ["vpc"] : []
+
+    content {
+      sid = "ManageVpcNetworkInterfaces"
+      actions = [
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:CreateNetworkInterface",
+        "ec2:DeleteNetworkInterface",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DescribeSubnets",
+        "ec2:UnassignPrivateIpAddresses",
       ]
       resources = ["*"]
     }
@@ -168,7 +222,7 @@ resource "aws_iam_role_policy" "sweeper" {
 
 resource "aws_lambda_function" "sweeper" {
   #checkov:skip=CKV_AWS_116: a failed run loses nothing (pending items stay in the table and the next scheduled run sweeps them); a DLQ would hold only the empty scheduler payload
-  #checkov:skip=CKV_AWS_117: calls only AWS APIs (DynamoDB, EventBridge/SNS); a VPC would add NAT or endpoints and no isolation to protect
+  #checkov:skip=CKV_AWS_117: in a VPC only when the caller gives vpc_config (docs/vpc.md): it calls only AWS APIs (DynamoDB, EventBridge/SNS), and a VPC needs NAT or endpoints
   #checkov:skip=CKV_AWS_115: one schedule invokes it once per interval; reserving concurrency would only take from the account pool
   #checkov:skip=CKV_AWS_272: the package is the committed reproducible zip checked by `make package-check`; code signing needs a signing profile the caller owns
   count = local.sweeper_enabled ? 1 : 0
@@ -190,6 +244,16 @@ resource "aws_lambda_function" "sweeper" {
   # As the publisher's: the module's key when given.
   kms_key_arn = var.kms_key_arn
 
+  # vpc_config: in the caller's subnets, or no VPC.
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [var.vpc_config] : []
+
+    content {
+      subnet_ids         = vpc_config.value.subnet_ids
+      security_group_ids = vpc_config.value.security_group_ids
+    }
+  }
+
   tracing_config {
     mode = var.tracing_mode
   }
@@ -199,7 +263,6 @@ resource "aws_lambda_function" "sweeper" {
     variables = merge(local.publish_sink_environment, local.table_keys_environment, {
       OUTBOX_TABLE_NAME              = local.table_name
       OUTBOX_PENDING_INDEX           = local.pending_index_name
-      OUTBOX_PENDING_SHARDS          = tostring(local.pending_index_shards)
       OUTBOX_SWEEPER_MIN_AGE_SECONDS = tostring(var.sweeper.min_age_seconds)
       OUTBOX_SWEEPER_MAX_ITEMS       = tostring(var.sweeper.max_items)
       # Its own service name, so its metrics (QuarantinedEvents, ...) are told
@@ -240,11 +303,19 @@ data "aws_iam_policy_document" "sweeper_schedule_assume_role" {
       identifiers = ["scheduler.amazonaws.com"]
     }
 
-    # Confused-deputy guard: only schedules of this account.
+    # Confused-deputy guard: only schedules of this account's group the sweeper's
+    # schedule is in. Scheduler sets aws:SourceArn to the schedule group's ARN
+    # (EventBridge Scheduler User Guide, "Confused deputy prevention").
     condition {
       test     = "StringEquals"
       variable = "aws:SourceAccount"
       values   = [data.aws_caller_identity.current.account_id]
+    }
+
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = ["${local.arn_prefix}:scheduler:${local.arn_region_account}:schedule-group/${local.sweeper_schedule_group}"]
     }
   }
 }
@@ -252,12 +323,29 @@ data "aws_iam_policy_document" "sweeper_schedule_assume_role" {
 resource "aws_iam_role" "sweeper_schedule" {
   count = local.sweeper_enabled ? 1 : 0
 
-  name                 = local.sweeper_scheduler_role
+  name                 = local.sweeper_schedule_role_name
+  path                 = var.iam_role_path
   description          = "Lets the ${local.sweeper_schedule_name} schedule invoke the outbox sweeper."
   assume_role_policy   = data.aws_iam_policy_document.sweeper_schedule_assume_role[0].json
   permissions_boundary = var.iam_permissions_boundary_arn
 
-  tags = local.tags
+  tags = local.role_tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.sweeper_schedule_role_name) <= local.iam_role_name_max_length
+      error_message = "The IAM role name \"${local.sweeper_schedule_role_name}\" (the sweeper schedule's) is ${length(local.sweeper_schedule_role_name)} characters; IAM allows ${local.iam_role_name_max_length}. Shorten iam_role_name_prefix (\"${var.iam_role_name_prefix}\", ${length(var.iam_role_name_prefix)} characters) or name."
+    }
+  }
+}
+
+# The function's ARN built from its name (consumers.tf builds the queues' the
+# same way): a document that read aws_lambda_function.sweeper's `arn` would be
+# read again at apply whenever the function has changes pending (Terraform defers
+# a data source whose resource has changes), and every such plan would show this
+# role policy losing its statement (the apply then changed nothing).
+locals {
+  sweeper_function_arn = "${local.arn_prefix}:lambda:${local.arn_region_account}:function:${local.sweeper_name}"
 }
 
 data "aws_iam_policy_document" "sweeper_schedule" {
@@ -266,7 +354,7 @@ data "aws_iam_policy_document" "sweeper_schedule" {
   statement {
     sid       = "InvokeSweeper"
     actions   = ["lambda:InvokeFunction"]
-    resources = [aws_lambda_function.sweeper[0].arn]
+    resources = [local.sweeper_function_arn]
   }
 }
 
@@ -284,7 +372,7 @@ resource "aws_scheduler_schedule" "sweeper" {
 
   name        = local.sweeper_schedule_name
   description = "Runs the ${local.sweeper_name} outbox sweeper."
-  group_name  = "default"
+  group_name  = local.sweeper_schedule_group
   state       = "ENABLED"
 
   schedule_expression          = var.sweeper.schedule_expression

@@ -54,6 +54,10 @@ variable "kms_key_arn" {
       to the encrypted queues.
     The publisher and sweeper roles are granted `kms:Decrypt` and `kms:GenerateDataKey` on
     the key, the consumer roles `kms:Decrypt`.
+    Not encrypted with it: the event archive (`event_archive`, on by default), which keeps
+    full events under an AWS owned key whatever this input says (hashicorp/aws 5.x has no
+    archive key argument); set `event_archive.enabled = false` if no event may rest under
+    AWS's key.
   EOT
   type        = string
   default     = null
@@ -75,9 +79,109 @@ variable "iam_permissions_boundary_arn" {
   }
 }
 
+variable "iam_role_path" {
+  description = <<-EOF
+    Path of every IAM role the module creates (publisher, sweeper, the sweeper's schedule,
+    reference consumers), for organisations whose SCPs or permission boundaries allow roles
+    under a path only, e.g. "/app/outbox/". Default "/". The path is part of the role's ARN,
+    not of its name.
+  EOF
+  type        = string
+  default     = "/"
+  nullable    = false
+
+  # IAM API Reference, CreateRole: Path is 1 to 512 characters, "/" alone or
+  # starting and ending with "/", of printable ASCII (U+0021 to U+007E).
+  validation {
+    condition     = length(var.iam_role_path) <= 512 && can(regex("^/([!-~]*/)?$", var.iam_role_path))
+    error_message = "The iam_role_path must be \"/\" or start and end with \"/\" (e.g. \"/app/outbox/\"), at most 512 printable ASCII characters without spaces; got \"${var.iam_role_path}\"."
+  }
+}
+
+variable "iam_role_name_prefix" {
+  description = <<-EOF
+    Prepended to the name of every IAM role the module creates, for organisations whose SCPs
+    allow role names with a prefix only: "acme-" gives `acme-<name>-publisher`,
+    `acme-<name>-sweeper`, `acme-<name>-sweeper-schedule` and `acme-<name>-<key>-consumer`.
+    Default "" (no prefix). Only the roles change: functions, queues and other resources keep
+    their names. An IAM role name is at most 64 characters: plan fails, naming the role and
+    its length, when the prefix makes one longer (the longest is the consumers'
+    `<name>-<key>-consumer`, then `<name>-sweeper-schedule`, 17 characters more than `name`).
+    Changing the prefix replaces the roles.
+  EOF
+  type        = string
+  default     = ""
+  nullable    = false
+
+  # IAM role names: letters, digits and +=,.@_- (IAM API Reference, CreateRole).
+  validation {
+    condition     = can(regex("^[A-Za-z0-9+=,.@_-]{0,32}$", var.iam_role_name_prefix))
+    error_message = "The iam_role_name_prefix must be at most 32 characters of letters, digits and +=,.@_- (what IAM allows in a role name); got \"${var.iam_role_name_prefix}\"."
+  }
+}
+
+variable "iam_role_tags" {
+  description = "Tags added to every IAM role the module creates, over `tags` (a key in both takes this value): for tag-based SCP or ABAC conditions on roles only."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+}
+
+variable "vpc_config" {
+  description = <<-EOF
+    Places the module's functions (publisher, sweeper, reference consumers) in a VPC. null
+    (default): not in a VPC. Otherwise:
+    - `subnet_ids`: 1 to 16 private subnet IDs, preferably one per Availability Zone.
+    - `security_group_ids`: 1 to 5 security group IDs; the functions need outbound HTTPS
+      (TCP 443) only, to the endpoints below, and no inbound rule.
+    Their roles get the network-interface permissions of AWS's
+    AWSLambdaVPCAccessExecutionRole (ec2:CreateNetworkInterface, ...; on "*", as there).
+    The functions then reach AWS through the VPC: it needs a NAT gateway, or the endpoints
+    docs/vpc.md lists (a DynamoDB gateway endpoint; interface endpoints for EventBridge or
+    SNS and, with tracing_mode = "Active", X-Ray). Functions you bring
+    (consumers.*.function) keep their own network settings.
+  EOF
+  type = object({
+    subnet_ids         = list(string)
+    security_group_ids = list(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.vpc_config == null ? true : length(var.vpc_config.subnet_ids) >= 1 && length(var.vpc_config.subnet_ids) <= 16 && alltrue([for id in var.vpc_config.subnet_ids : can(regex("^subnet-[0-9a-f]{8,17}$", id))])
+    error_message = "The vpc_config.subnet_ids must hold 1 to 16 subnet IDs (subnet-<hex>; Lambda's VpcConfig takes at most 16). Got ${try(length(var.vpc_config.subnet_ids), 0)}; malformed: ${try(join(", ", [for id in var.vpc_config.subnet_ids : "\"${id}\"" if !can(regex("^subnet-[0-9a-f]{8,17}$", id))]), "")}."
+  }
+
+  validation {
+    condition     = var.vpc_config == null ? true : length(var.vpc_config.security_group_ids) >= 1 && length(var.vpc_config.security_group_ids) <= 5 && alltrue([for id in var.vpc_config.security_group_ids : can(regex("^sg-[0-9a-f]{8,17}$", id))])
+    error_message = "The vpc_config.security_group_ids must hold 1 to 5 security group IDs (sg-<hex>; Lambda's VpcConfig takes at most 5). Got ${try(length(var.vpc_config.security_group_ids), 0)}; malformed: ${try(join(", ", [for id in var.vpc_config.security_group_ids : "\"${id}\"" if !can(regex("^sg-[0-9a-f]{8,17}$", id))]), "")}."
+  }
+}
+
 ################################################################################
 # Table
 ################################################################################
+
+variable "operator_principal_arns" {
+  description = <<-EOT
+    IAM principals (role or user ARNs; `*` wildcards allowed, as `ArnLike` reads them)
+    that may put messages where only the outbox may otherwise: send to the consumer
+    queues (`outbox-ops redrive`: SQS StartMessageMoveTask sends with its caller's
+    permissions) and put events on the module's bus (putting the bus DLQ's events back).
+    Every other IAM principal of the account, administrators included, is denied
+    `sqs:SendMessage` on the consumer queues and DLQs and `events:PutEvents` on the bus
+    by their resource policies, whatever its IAM policies grant (docs/threat-model.md).
+    An assumed role is named by its role ARN. Empty (default): nobody but the module.
+  EOT
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for arn in var.operator_principal_arns : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/.+$", arn))])
+    error_message = "Every operator_principal_arns entry must be an IAM role or user ARN, arn:<partition>:iam::<account>:role/<name> (or user/<name>, with * wildcards allowed); invalid: ${join(", ", [for arn in var.operator_principal_arns : "\"${arn}\"" if !can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/.+$", arn))])}."
+  }
+}
 
 variable "table" {
   description = <<-EOT
@@ -576,6 +680,14 @@ variable "consumers" {
     - `maximum_event_age_in_seconds`: 60 to 86400, default 86400.
     - `maximum_retry_attempts`: 0 to 185, default 185.
     After those, the event goes to the consumer's DLQ with the error in its attributes.
+
+    Idempotency (consumers using the toolkit):
+    - `idempotency_expires_after_seconds`: how long an event id is remembered; null (default)
+      derives the shortest window that outlives every copy of an event (queue retention twice,
+      DLQ retention, delivery retries, the stream's 24 h or the sweeper's republish, the
+      archive: docs/seams.md, Windows), 20 days with the defaults. An explicit value below
+      that is refused at plan. The `consumers` output gives it to your own function
+      (`environment`).
   EOT
   type = map(object({
     event_pattern = optional(string)
@@ -595,6 +707,7 @@ variable "consumers" {
     maximum_concurrency                = optional(number)
     maximum_event_age_in_seconds       = optional(number, 86400)
     maximum_retry_attempts             = optional(number, 185)
+    idempotency_expires_after_seconds  = optional(number)
   }))
   default  = {}
   nullable = false
@@ -761,6 +874,11 @@ variable "consumers" {
     condition     = alltrue([for c in values(var.consumers) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts])
     error_message = "A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_retry_attempts})" if !(c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts)])}."
   }
+
+  validation {
+    condition     = alltrue([for c in values(var.consumers) : c.idempotency_expires_after_seconds == null ? true : (c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds)])
+    error_message = "A consumer's idempotency_expires_after_seconds must be null (derived, docs/seams.md) or a whole number of seconds. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.idempotency_expires_after_seconds})" if try(!(c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds), false)])}."
+  }
 }
 
 variable "idempotency_table" {
@@ -895,9 +1013,15 @@ variable "alarms" {
       after its retries (AWS/Events FailedInvocations; publish_to = "eventbridge" only).
     - `consumer_dlq_depth`: the consumer's DLQ holds messages.
     - `consumer_dlq_age`: the oldest message in the consumer's DLQ is older than
-      `consumer_dlq_age_threshold_seconds` (default 604800, 7 days: half the DLQ's retention).
+      `consumer_dlq_age_threshold_seconds`; null (default) derives it per consumer: half of
+      what the DLQ keeps a message after its move (5 days with the default retentions), so the
+      redrive comes well before SQS deletes it (docs/seams.md, Windows). An explicit value
+      that would fire only after that is refused at plan.
     - `consumer_errors`: the function consuming the queue (the reference consumer, or yours
       given in `consumers[*].function`) failed invocations (AWS/Lambda Errors above 0).
+    - `consumer_untrusted_events`: the module's reference consumer refused messages its bus
+      or topic cannot have delivered (UntrustedEvents above 0; your own function reports it
+      under its own Powertools service name).
     Sweeper alarms exist only when the sweeper does.
     - `enabled`: false creates no alarm at all (default true).
     - `disabled`: keys of alarms not to create (a consumer alarm key turns it off for every
@@ -918,7 +1042,7 @@ variable "alarms" {
     publisher_errors_threshold           = optional(number, 0)
     sweeper_errors_threshold             = optional(number, 0)
     oldest_pending_age_threshold_seconds = optional(number)
-    consumer_dlq_age_threshold_seconds   = optional(number, 604800)
+    consumer_dlq_age_threshold_seconds   = optional(number)
   })
   default  = {}
   nullable = false
@@ -936,8 +1060,9 @@ variable "alarms" {
       "consumer_dlq_depth",
       "consumer_dlq_age",
       "consumer_errors",
+      "consumer_untrusted_events",
     ])) == 0
-    error_message = "The alarms.disabled entries must be alarm keys: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, consumer_failed_invocations, consumer_dlq_depth, consumer_dlq_age, consumer_errors."
+    error_message = "The alarms.disabled entries must be alarm keys: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, consumer_failed_invocations, consumer_dlq_depth, consumer_dlq_age, consumer_errors, consumer_untrusted_events."
   }
 
   validation {
@@ -963,7 +1088,7 @@ variable "alarms" {
       var.alarms.publisher_errors_threshold >= 0,
       var.alarms.sweeper_errors_threshold >= 0,
       var.alarms.oldest_pending_age_threshold_seconds == null ? true : var.alarms.oldest_pending_age_threshold_seconds >= 60,
-      var.alarms.consumer_dlq_age_threshold_seconds >= 0,
+      var.alarms.consumer_dlq_age_threshold_seconds == null ? true : var.alarms.consumer_dlq_age_threshold_seconds >= 0,
     ])
     error_message = "The alarm thresholds must not be negative, and alarms.oldest_pending_age_threshold_seconds must be null or at least 60."
   }

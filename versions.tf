@@ -2,7 +2,11 @@ terraform {
   # 1.9: validations that refer to other inputs (consumers vs name and
   # publish_to), so `terraform validate` reports them; also `check` blocks,
   # postconditions on data sources and optional() defaults (1.5).
-  required_version = ">= 1.9"
+  # Not 1.15.0: its `init` evaluated a module's validations that refer to another
+  # input before that input had a value and failed with "Reference to
+  # uninitialized variable" (hashicorp/terraform#38463, #38508); 1.15.1 fixed it
+  # (hashicorp/terraform#38471). docs/decisions.md, "Terraform 1.15".
+  required_version = ">= 1.9, != 1.15.0"
 
   required_providers {
     # The only provider: the module must `init` from a provider mirror in

@@ -8,7 +8,7 @@ committed, lets Terraform's ``filebase64sha256`` stay stable across machines,
 and lets ``--check`` prove the committed zip matches ``lambda/``.
 
 What goes in: the ``dynamodb_outbox`` package without its ``local`` runtime
-(test tooling, not shipped) and its ``ops`` CLI (``outbox-ops`` runs on an
+and ``testing`` kit (test tooling, not shipped) and its ``ops`` CLI (``outbox-ops`` runs on an
 operator's machine from a pip install; no handler imports it), and
 python-ulid, which makes the event ids (the package's one third-party
 dependency Lambda does not provide): its ``ulid``
@@ -46,7 +46,7 @@ PACKAGE_DIR = ROOT / "lambda" / "dynamodb_outbox"
 DEFAULT_OUTPUT = ROOT / "package" / "dynamodb_outbox.zip"
 DEFAULT_LAYER_OUTPUT = ROOT / "package" / "dynamodb_outbox_layer.zip"
 LAYER_PREFIX = "python/"
-EXCLUDED_SUBPACKAGES = {"local", "ops"}
+EXCLUDED_SUBPACKAGES = {"local", "ops", "testing"}
 FIXED_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 REQUIREMENTS = ROOT / "requirements-dev.txt"
 VENDORED_DISTRIBUTION = "python-ulid"

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Run a moto server that answers SQS queue attributes the way SQS does.
 
-Two differences between moto (5.2.5, the pinned version) and SQS matter to the
-module's consumer queues:
+Three differences between moto (5.2.5, the pinned version) and AWS matter to the
+module's consumer queues (the third, an EventBridge event delivered without its
+``account``, is described at :func:`deliver_event_account`):
 
 * moto accepts ``RedriveAllowPolicy`` in ``CreateQueue``/``SetQueueAttributes``
   but never returns it from ``GetQueueAttributes``. The module sets a
@@ -70,10 +71,37 @@ def compact_redrive_policy() -> None:
     Queue.attributes = patched  # type: ignore[method-assign,assignment]
 
 
+#: What moto (5.2.5) writes into an event it delivers to a target with no input
+#: transformer; AWS delivers the whole event, whose ``account`` moto leaves out.
+_MOTO_EVENT_TEMPLATE = (
+    '{"id": "<id>", "time": <time>, "version": "0", "detail-type": "<detail-type>", '
+    '"source": "<source>", "region": "<region>", "resources": <resources>, "detail": <detail>}'
+)
+
+
+def deliver_event_account() -> None:
+    """Make moto's EventBridge targets receive the event's ``account``, as AWS's do.
+
+    An event delivered to an SQS target carries version, id, detail-type,
+    source, account, time, region, resources and detail (EventBridge User
+    Guide, "Amazon EventBridge events"); consumers check ``account``
+    (dynamodb_outbox.sender_checks). moto builds the delivered event from a
+    template without it. Only that exact template is changed, so a later moto
+    that fixed it is left alone.
+    """
+    from moto.events.utils import EventTemplateParser
+
+    if EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE == _MOTO_EVENT_TEMPLATE:
+        EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE = _MOTO_EVENT_TEMPLATE.replace(
+            '"source": "<source>", ', '"source": "<source>", "account": "<account>", '
+        )
+
+
 def patch_moto() -> None:
     """Every fix above; idempotent, for a server started in this process."""
     keep_redrive_allow_policy()
     compact_redrive_policy()
+    deliver_event_account()
 
 
 def main(argv: list[str] | None = None) -> None:

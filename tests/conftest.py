@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests import faster_moto
+from tests.dependency_shortcuts import OFF, allowed
 from tests.go_garbage_collection import collect_go_garbage_less_often
 from tests.shared_parsers import (
     cache_camelcase_conversion,
@@ -24,6 +27,20 @@ collect_go_garbage_less_often()
 faster_moto.install()
 
 
+def _deliver_event_account() -> None:
+    """In-process moto too: EventBridge events reach SQS with their ``account``
+    (scripts/moto_server.py, deliver_event_account)."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "moto_server.py"
+    spec = importlib.util.spec_from_file_location("_moto_server_fixes", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.deliver_event_account()
+
+
+_deliver_event_account()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Keep pytest-terraform from aborting the whole session when terraform is absent.
 
@@ -36,9 +53,27 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.dest_tf_replay = True
 
 
+_SCHEDULER = "tests/xdist_groups.py's scheduler"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Run on one process when the scheduler is off (before xdist reads ``-n``).
+
+    Without it, tests that share an expensive fixture would each set it up on
+    their own worker, several applies of one example stack at once among them.
+    """
+    if getattr(config.option, "numprocesses", None) and not allowed("pytest-xdist", _SCHEDULER):
+        config.option.numprocesses = 0
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Run tests that share an expensive fixture on one worker (tests/xdist_groups.py)."""
-    return scheduler(config, log)
+    return scheduler(config, log) if allowed("pytest-xdist", _SCHEDULER) else None
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [f"DEPENDENCY SHORTCUT {line}" for line in OFF]
 
 
 _UNGROUPED: set[str] = set()
@@ -110,6 +145,10 @@ def pytest_testnodedown(node: Any, error: object) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if OFF:
+        terminalreporter.section("dependency shortcuts OFF (slower suite)", red=True, bold=True)
+        for line in OFF:
+            terminalreporter.write_line(line)
     if "tests.reliability.campaign" not in sys.modules:
         return
     from tests.reliability.campaign import CAMPAIGN

@@ -1,6 +1,7 @@
-"""moto (5.2.5) without the work that makes the long in-process runs slow.
+"""moto without the work that makes the long in-process runs slow.
 
-The fault campaign, the ordered-path run and the generated-input campaign send
+On the release in tests/dependency_shortcuts.py only. The fault campaign, the
+ordered-path run and the generated-input campaign send
 thousands of requests through moto in one process; profiled, most of their CPU
 was moto repeating work whose answer it already had. Each change below gives
 the answer moto would give, and ``tests/unit/test_faster_moto.py`` checks
@@ -33,6 +34,8 @@ import threading
 import types
 from collections.abc import Iterator
 from typing import Any
+
+from tests.dependency_shortcuts import allowed
 
 _deepcopy = copy.deepcopy
 
@@ -247,8 +250,12 @@ def _backup(table: Any, transact_items: list[dict[str, Any]]) -> Any:
     return backup
 
 
-def install() -> None:
+def install() -> bool:
+    """Install every shortcut, only on the moto release they were checked against."""
+    if not allowed("moto", "tests/faster_moto.py"):
+        return False
     cache_serializer_attribute_names()
     serialize_attribute_values_directly()
     read_the_clock_once_per_queue_scan()
     back_up_only_what_a_transaction_touches()
+    return True

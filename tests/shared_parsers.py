@@ -15,6 +15,9 @@ modified by ``find``, so they are parsed once per distinct path.
 moto converts the same attribute names from CamelCase with regular expressions
 on every request (an SQS queue's attributes on every message sent); the
 conversion is a pure function of the name, so each name is converted once.
+
+Each is installed only on the release it was checked against
+(tests/dependency_shortcuts.py).
 """
 
 from __future__ import annotations
@@ -26,8 +29,12 @@ from typing import Any
 import botocore.loaders
 import botocore.session
 
+from tests.dependency_shortcuts import allowed
+
 
 def share_botocore_loader() -> None:
+    if not allowed("botocore", "shared_parsers.share_botocore_loader"):
+        return
     create_loader = botocore.loaders.create_loader
     loaders: dict[Any, botocore.loaders.Loader] = {}
 
@@ -40,12 +47,16 @@ def share_botocore_loader() -> None:
 
 
 def cache_jsonpath_parse() -> None:
+    if not allowed("jsonpath-ng", "shared_parsers.cache_jsonpath_parse"):
+        return
     import jsonpath_ng.ext
 
     jsonpath_ng.ext.parse = functools.lru_cache(maxsize=256)(jsonpath_ng.ext.parse)
 
 
 def cache_camelcase_conversion() -> None:
+    if not allowed("moto", "shared_parsers.cache_camelcase_conversion"):
+        return
     import moto.core.utils
 
     original = moto.core.utils.camelcase_to_underscores

@@ -10,7 +10,9 @@ xdist's own ``--dist loadgroup`` cannot do it here: it renames each test's
 ``_nodeid``, which pytest 9 no longer reads. The grouping is a scheduler of our
 own instead (:class:`GroupedScheduling`, installed by ``tests/conftest.py``),
 built on ``--dist loadscope`` with this module's groups as its scopes; every
-other test is a scope of its own, so it goes to any free worker.
+other test is a scope of its own, so it goes to any free worker. It overrides
+private methods of xdist's scheduler, so it is used only on the release named
+in tests/dependency_shortcuts.py (on another, the suite runs on one process).
 """
 
 from __future__ import annotations

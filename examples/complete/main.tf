@@ -138,9 +138,11 @@ data "aws_iam_policy_document" "kms" {
     }
   }
 
-  # With publish_to = "sns": SNS delivers the topic's messages to the encrypted
-  # consumer queues, for this outbox's topic only (the topic's own encryption
-  # runs as the publisher's role, which the module grants the key).
+  # With publish_to = "sns" or "sns_fifo": SNS delivers the topic's messages to
+  # the encrypted consumer queues, for this outbox's topic only (the topic's own
+  # encryption runs as the publisher's role, which the module grants the key).
+  # A FIFO topic's name ends in .fifo: both names, so switching publish_to keeps
+  # the key usable.
   statement {
     sid = "SNSSendsToConsumerQueues"
     actions = [
@@ -163,7 +165,10 @@ data "aws_iam_policy_document" "kms" {
     condition {
       test     = "ArnEquals"
       variable = "aws:SourceArn"
-      values   = ["arn:${local.partition}:sns:${var.region}:${local.account_id}:${local.name}"]
+      values = [
+        "arn:${local.partition}:sns:${var.region}:${local.account_id}:${local.name}",
+        "arn:${local.partition}:sns:${var.region}:${local.account_id}:${local.name}.fifo",
+      ]
     }
   }
 

@@ -44,7 +44,7 @@ resource "aws_lambda_function" "billing" {
   #checkov:skip=CKV_AWS_117: calls only AWS APIs (SQS, DynamoDB); a VPC would add NAT or endpoints and no isolation to protect
   #checkov:skip=CKV_AWS_115: concurrency is bounded by the SQS mapping (consumers[*].maximum_concurrency), which unlike reserved concurrency does not throttle messages back to the queue
   #checkov:skip=CKV_AWS_272: an example; code signing needs a signing profile the caller owns
-  #checkov:skip=CKV_AWS_173: the environment holds only a table name and a consumer name, nothing secret
+  #checkov:skip=CKV_AWS_173: the environment holds only a table name, a consumer name and the topic's ARN, nothing secret
   function_name    = local.billing_function_name
   role             = aws_iam_role.billing.arn
   runtime          = "python3.13"
@@ -66,11 +66,13 @@ resource "aws_lambda_function" "billing" {
     mode = "PassThrough"
   }
 
+  # consumer_environment: the transport and topic the toolkit checks every
+  # message against, so a message the topic did not deliver is refused.
   environment {
-    variables = {
+    variables = merge({
       OUTBOX_IDEMPOTENCY_TABLE = local.idempotency_table_name
       OUTBOX_CONSUMER_NAME     = "billing"
-    }
+    }, module.outbox.consumer_environment)
   }
 }
 

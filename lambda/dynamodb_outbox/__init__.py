@@ -19,23 +19,31 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Final
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:
     from dynamodb_outbox.consumer import OutboxConsumer, parse_body
     from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
     from dynamodb_outbox.event_ids import new_event_id
     from dynamodb_outbox.payload_json import PayloadNotEncodable
+    from dynamodb_outbox.routing import Router, UnroutedEvent
     from dynamodb_outbox.writer import (
         CancellationReason,
         Condition,
+        DuplicateItemInTransaction,
+        EventTooLarge,
         IdempotentParameterMismatch,
         InvalidWrite,
+        ItemTooLarge,
         LimitExceeded,
+        NoEvents,
         OutboxWriteError,
         OutboxWriter,
+        TooManyActions,
         TransactionCancelled,
         TransactionInProgress,
+        TransactionTooLarge,
+        UnpublishableEvent,
         WriteResult,
         condition_check_action,
         delete_action,
@@ -51,15 +59,24 @@ _EXPORTS: Final = {
     "InvalidEnvelope": "envelope",
     "new_event_id": "event_ids",
     "PayloadNotEncodable": "payload_json",
+    "Router": "routing",
+    "UnroutedEvent": "routing",
     "CancellationReason": "writer",
     "Condition": "writer",
+    "DuplicateItemInTransaction": "writer",
+    "EventTooLarge": "writer",
     "IdempotentParameterMismatch": "writer",
     "InvalidWrite": "writer",
+    "ItemTooLarge": "writer",
     "LimitExceeded": "writer",
+    "NoEvents": "writer",
     "OutboxWriteError": "writer",
     "OutboxWriter": "writer",
+    "TooManyActions": "writer",
     "TransactionCancelled": "writer",
     "TransactionInProgress": "writer",
+    "TransactionTooLarge": "writer",
+    "UnpublishableEvent": "writer",
     "WriteResult": "writer",
     "condition_check_action": "writer",
     "delete_action": "writer",
@@ -71,17 +88,26 @@ _EXPORTS: Final = {
 __all__ = [
     "CancellationReason",
     "Condition",
+    "DuplicateItemInTransaction",
     "Envelope",
+    "EventTooLarge",
     "IdempotentParameterMismatch",
     "InvalidEnvelope",
     "InvalidWrite",
+    "ItemTooLarge",
     "LimitExceeded",
+    "NoEvents",
     "OutboxConsumer",
     "OutboxWriteError",
     "OutboxWriter",
     "PayloadNotEncodable",
+    "Router",
+    "TooManyActions",
     "TransactionCancelled",
     "TransactionInProgress",
+    "TransactionTooLarge",
+    "UnpublishableEvent",
+    "UnroutedEvent",
     "WriteResult",
     "__version__",
     "condition_check_action",
@@ -94,13 +120,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dynamodb_outbox' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"dynamodb_outbox.{module}"), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
+if not TYPE_CHECKING:
+    # Hidden from type checkers: they see the imports above and nothing else, so
+    # a misspelt or unexported name fails `mypy --strict` as it fails at run time.
+
+    def __getattr__(name: str) -> Any:
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module 'dynamodb_outbox' has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"dynamodb_outbox.{module}"), name)
+        globals()[name] = value  # later lookups skip __getattr__
+        return value
 
 
 def __dir__() -> list[str]:

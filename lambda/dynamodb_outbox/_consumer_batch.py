@@ -41,6 +41,12 @@ class Outcome(enum.Enum):
     PROCESSED = "processed"
     DUPLICATE = "duplicate"
     FAILED = "failed"
+    #: Failed because of its sender (dynamodb_outbox.sender_checks): a failure too.
+    UNTRUSTED = "untrusted"
+
+
+#: The outcomes that are not a failure: the message may be deleted.
+_DONE = (Outcome.PROCESSED, Outcome.DUPLICATE)
 
 
 class _Fate(enum.Enum):
@@ -65,8 +71,7 @@ class BatchResult:
         return [
             message_id
             for index, message_id in enumerate(self.message_ids)
-            if self.fates.get(index, _Fate.UNATTEMPTED)
-            not in (Outcome.PROCESSED, Outcome.DUPLICATE)
+            if self.fates.get(index, _Fate.UNATTEMPTED) not in _DONE
         ]
 
     @property
@@ -193,7 +198,7 @@ def run_in_order(
             continue  # skipped behind a failure of its lane
         if state.refuse(index):
             break
-        if state.attempt(index, run) is Outcome.FAILED:
+        if state.attempt(index, run) not in _DONE:
             lane = lane_of[index]
             state.fail_lane(lane, lane.index(index), groups[index])
     return state.result
@@ -232,7 +237,7 @@ async def run_concurrently(
                 context = contextvars.copy_context()
                 call = functools.partial(context.run, state.attempt, index, run)
                 outcome = await loop.run_in_executor(workers, call)
-            if outcome is Outcome.FAILED:
+            if outcome not in _DONE:
                 state.fail_lane(lane, position, groups[index])
                 return
 

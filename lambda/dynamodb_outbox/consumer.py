@@ -26,7 +26,10 @@ event" into a Lambda handler that:
   later instead of running twice concurrently;
 * treats an event replayed from the bus's archive like any redelivery (skipped
   when done), except when the replay's name asks this consumer to reprocess
-  it: then once more per such replay (:mod:`dynamodb_outbox.replays`).
+  it: then once more per such replay (:mod:`dynamodb_outbox.replays`);
+* refuses, without processing it, a message its bus or topic cannot have
+  delivered (:mod:`dynamodb_outbox.sender_checks`): a replay name counts only
+  on an EventBridge event from the bus the module configured.
 
 "Once" has one gap no consumer-side library can close: if the function
 succeeds but saving the COMPLETED record then fails, the message comes back and
@@ -66,7 +69,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -108,10 +110,23 @@ from dynamodb_outbox._consumer_errors import (
 )
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
 from dynamodb_outbox.event_ids import event_id_milliseconds
-from dynamodb_outbox.replays import is_reprocess_for, replay_name_of
+from dynamodb_outbox.replays import is_reprocess_for
+from dynamodb_outbox.routing import Router
+from dynamodb_outbox.sender_checks import (
+    ExpectedSender,
+    UntrustedSender,
+    expected_sender_from_environment,
+    read_body,
+)
 
 # Same namespace as the publisher, so one dashboard holds the whole pipeline.
-from dynamodb_outbox.settings import DEFAULT_METRICS_NAMESPACE
+from dynamodb_outbox.settings import (
+    DEFAULT_METRICS_NAMESPACE,
+    ENV_CONSUMER_NAME,
+    ENV_EXPIRES_AFTER_SECONDS,
+    ConfigurationError,
+    integer_env,
+)
 from dynamodb_outbox.stream_types import BatchItemFailure, PartialBatchResponse
 from dynamodb_outbox.trace_context import TraceContext
 
@@ -126,6 +141,7 @@ __all__ = [
     "METRIC_FAILED",
     "METRIC_PROCESSED",
     "METRIC_UNATTEMPTED",
+    "METRIC_UNTRUSTED",
     "BatchItemFailure",
     "LambdaHandler",
     "MalformedBatch",
@@ -141,14 +157,17 @@ __all__ = [
     "producer_log_keys",
 ]
 
-#: Seven days: longer than SQS's default retention (4 days) plus EventBridge's
-#: 24-hour target retries, so any duplicate that can still be delivered is
-#: still recognised. Raise it to at least the queue's retention if that is longer.
+#: The window when neither ``expires_after_seconds`` nor
+#: ``$OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`` gives one. Behind the module
+#: the window is derived from every place a copy of an event can still come
+#: from (modules/windows, docs/seams.md "Windows": 20 days with its defaults)
+#: and given to each consumer in its environment; this default is only for a
+#: consumer fed some other way, and is too short for a queue whose DLQ keeps
+#: messages 14 days.
 DEFAULT_EXPIRES_AFTER_SECONDS: Final = 7 * 24 * 60 * 60
 
 DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-consumer"
 
-ENV_CONSUMER_NAME: Final = "OUTBOX_CONSUMER_NAME"
 _ENV_LAMBDA_FUNCTION_NAME: Final = "AWS_LAMBDA_FUNCTION_NAME"
 _ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 _ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
@@ -160,6 +179,9 @@ METRIC_PROCESSED: Final = "ProcessedEvents"
 METRIC_DUPLICATE: Final = "DuplicateEvents"
 METRIC_FAILED: Final = "FailedEvents"
 METRIC_UNATTEMPTED: Final = "UnattemptedEvents"
+#: Messages refused because they are not what the module's bus or topic delivers
+#: (dynamodb_outbox.sender_checks); each is also counted in FailedEvents.
+METRIC_UNTRUSTED: Final = "UntrustedEvents"
 
 #: The floor of the deadline rule: a record starts only with at least its
 #: expected duration (the longest recently observed) plus this much left
@@ -239,38 +261,11 @@ def parse_body(body: object, *, parse_float: Callable[[str], Any] = float) -> En
       JSON>", ...}``. Accepted so that forgetting ``raw_message_delivery`` on a
       subscription costs nothing.
 
-    Raises :class:`InvalidEnvelope` (with the reason) for anything else.
+    Raises :class:`InvalidEnvelope` (with the reason) for anything else. It
+    checks no sender: a consumer checks the one it was configured to expect
+    (:mod:`dynamodb_outbox.sender_checks`).
     """
-    if not isinstance(body, str | bytes):
-        raise InvalidEnvelope(f"message body must be a string, got {type(body).__name__}")
-    try:
-        data = json.loads(body, parse_float=parse_float)
-    except RecursionError:
-        raise InvalidEnvelope("message body nests too deep to be an outbox event") from None
-    except ValueError as exc:
-        raise InvalidEnvelope(f"message body is not valid JSON: {exc}") from exc
-    if not isinstance(data, Mapping):
-        raise InvalidEnvelope(f"message body must be a JSON object, got {type(data).__name__}")
-
-    if data.get("Type") == "Notification" and "Message" in data:
-        message = data["Message"]
-        if not isinstance(message, str):
-            raise InvalidEnvelope("SNS notification 'Message' must be a string")
-        return Envelope.from_json(message, parse_float=parse_float)
-
-    if "detail-type" in data and "detail" in data:
-        envelope = Envelope.from_dict(data["detail"])
-        # Rules route on detail-type. A mismatch means the producer broke the
-        # contract, and this queue may hold an event it never subscribed to:
-        # send it to the DLQ for a human rather than act on a guess.
-        if data["detail-type"] != envelope.type:
-            raise InvalidEnvelope(
-                f"EventBridge detail-type {data['detail-type']!r} does not match "
-                f"envelope type {envelope.type!r}"
-            )
-        return envelope
-
-    return Envelope.from_dict(data)
+    return read_body(body, parse_float=parse_float).envelope
 
 
 def is_fifo(event_source_arn: object) -> bool:
@@ -347,6 +342,7 @@ def process_sqs_batch(
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     log_exception_text: bool = False,
     record_durations: RecordDurations | None = None,
+    expected_sender: ExpectedSender | None = None,
 ) -> PartialBatchResponse:
     """Run ``process_one`` once per event of an SQS batch; report failures by messageId.
 
@@ -391,9 +387,18 @@ def process_sqs_batch(
 
     ``parse_float`` reads the data's non-integer numbers (see :func:`parse_body`).
 
+    ``expected_sender`` is what every message must show (transport, bus or
+    topic: :mod:`dynamodb_outbox.sender_checks`); None reads it from the
+    environment the module sets. A message that does not show it fails alone,
+    counted in UntrustedEvents, and is never processed; a replay name is
+    honoured only on a genuine EventBridge event from the expected bus.
+
     Raises :class:`MalformedBatch` when a record has no messageId (see
-    :func:`_message_ids`) and ``ValueError`` when ``persistence_store`` was
-    configured for another function; both are whole-batch failures by design.
+    :func:`_message_ids`), ``ValueError`` when ``persistence_store`` was
+    configured for another function, and
+    :class:`~dynamodb_outbox.settings.ConfigurationError` when the environment
+    names a sender half-way (``OUTBOX_PUBLISH_TO`` without its bus or topic);
+    all are whole-batch failures by design: the messages stay queued.
     Every other problem (bad body, function error, event in progress elsewhere,
     idempotency store error) fails its record only.
     """
@@ -418,6 +423,7 @@ def process_sqs_batch(
             log.warning("lambda_context has no get_remaining_time_in_millis(); ignoring it")
     key_prefix = idempotency_key_prefix(consumer_name)
     _check_store(persistence_store, config, key_prefix)
+    sender = expected_sender if expected_sender is not None else expected_sender_from_environment()
 
     groups = [_message_group(record) if fifo else None for record in records]
     lanes = lanes_of(groups, fifo)
@@ -436,6 +442,7 @@ def process_sqs_batch(
             log,
             parse_float,
             consumer_name=consumer_name,
+            expected_sender=sender,
             log_exception_text=log_exception_text,
         )
 
@@ -480,8 +487,11 @@ def process_sqs_batch(
     if metrics is not None:
         metrics.add_metric(METRIC_PROCESSED, MetricUnit.Count, outcomes[Outcome.PROCESSED])
         metrics.add_metric(METRIC_DUPLICATE, MetricUnit.Count, outcomes[Outcome.DUPLICATE])
-        metrics.add_metric(METRIC_FAILED, MetricUnit.Count, outcomes[Outcome.FAILED])
+        # An untrusted message is a failed one too.
+        failed = outcomes[Outcome.FAILED] + outcomes[Outcome.UNTRUSTED]
+        metrics.add_metric(METRIC_FAILED, MetricUnit.Count, failed)
         metrics.add_metric(METRIC_UNATTEMPTED, MetricUnit.Count, unattempted)
+        metrics.add_metric(METRIC_UNTRUSTED, MetricUnit.Count, outcomes[Outcome.UNTRUSTED])
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}
 
 
@@ -595,6 +605,7 @@ def _process_record(
     parse_float: Callable[[str], Any],
     *,
     consumer_name: str,
+    expected_sender: ExpectedSender,
     log_exception_text: bool = False,
 ) -> Outcome:
     attributes = record.get("attributes")
@@ -602,7 +613,16 @@ def _process_record(
         attributes.get("ApproximateReceiveCount") if isinstance(attributes, Mapping) else None
     )
     try:
-        envelope = parse_body(record.get("body"), parse_float=parse_float)
+        delivered = read_body(record.get("body"), expected_sender, parse_float=parse_float)
+    except UntrustedSender as exc:
+        # Not what the module's bus or topic delivers: a forgery, or a queue
+        # shared with another sender. Never processed; the DLQ keeps it.
+        log.error(
+            "message is not from the outbox's bus or topic; refused, returning it to the "
+            "queue (DLQ after maxReceiveCount)",
+            extra={"message_id": message_id, "reason": str(exc), "receive_count": receive_count},
+        )
+        return Outcome.UNTRUSTED
     except Exception as exc:
         # A poison message fails alone, whatever parsing it raised (InvalidEnvelope,
         # or worse); SQS moves it to the DLQ after maxReceiveCount receives. The
@@ -621,8 +641,9 @@ def _process_record(
 
     # A replayed event is deduplicated by its id like any other, unless the
     # operator asked this consumer to reprocess it (dynamodb_outbox.replays).
-    replay = replay_name_of(record.get("body"))
-    reprocess = is_reprocess_for(replay, consumer_name)
+    # read_body returns a replay name only from a genuine EventBridge replay.
+    envelope, replay = delivered.envelope, delivered.replay_name
+    reprocess = delivered.replay_checked and is_reprocess_for(replay, consumer_name)
     if replay and not reprocess and _older_than(envelope.id, config.expires_after_seconds):
         # Its record, if it was processed, may have expired: running it could
         # apply it twice. Only a replay asked to reprocess may run it.
@@ -792,9 +813,17 @@ def _log_failure(
 
 
 def _resolve_name(name: str | None) -> str:
-    resolved = (
-        name or os.environ.get(ENV_CONSUMER_NAME) or os.environ.get(_ENV_LAMBDA_FUNCTION_NAME)
-    )
+    from_environment = os.environ.get(ENV_CONSUMER_NAME)
+    if name and from_environment and name != from_environment:
+        # The module grants this function its idempotency keys by its consumer
+        # key (IAM dynamodb:LeadingKeys on idempotency#<key>#...) and sets that
+        # key here: another name in code would be denied every write on AWS.
+        raise ConfigurationError(
+            f"the consumer is named {name!r} in code but {ENV_CONSUMER_NAME}={from_environment!r} "
+            "(the module's consumers key, which its IAM policy grants): drop name=... to use "
+            f"the environment's, or make them the same"
+        )
+    resolved = name or from_environment or os.environ.get(_ENV_LAMBDA_FUNCTION_NAME)
     if not resolved:
         raise ValueError(
             f"the consumer needs a name to scope its idempotency keys: pass name=..., "
@@ -812,7 +841,13 @@ class OutboxConsumer:
     Give it the idempotency table (``idempotency_table``, hash key ``id`` of
     type S, TTL on ``expiration``) or, in tests, any Powertools
     ``persistence_store``. ``name`` scopes the idempotency keys; it defaults to
-    ``$OUTBOX_CONSUMER_NAME``, then the Lambda function name. Logs go to
+    ``$OUTBOX_CONSUMER_NAME`` (the module sets it to the consumer's key), then the
+    Lambda function name; a ``name`` that differs from ``$OUTBOX_CONSUMER_NAME``
+    raises :class:`~dynamodb_outbox.settings.ConfigurationError` (IAM would deny
+    its idempotency writes). ``expires_after_seconds`` (how long an event id is
+    remembered) defaults to ``$OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS``, which
+    the module sets to the window it derives (its ``consumers`` output's
+    ``environment``), then to :data:`DEFAULT_EXPIRES_AFTER_SECONDS`. Logs go to
     ``logger`` (default: a Powertools Logger named ``$POWERTOOLS_SERVICE_NAME``
     or the consumer name); metrics to ``metrics`` (default: CloudWatch EMF in
     ``$POWERTOOLS_METRICS_NAMESPACE`` or ``DynamoDBOutbox``, dimension
@@ -824,6 +859,9 @@ class OutboxConsumer:
     exception text and traceback in the log line, which may quote its payload
     (see :func:`process_sqs_batch`). The idempotency table's client is made
     on the first batch, not when the module is imported.
+    ``expected_sender`` is the bus or topic every message must come from; it
+    defaults to what the environment the module sets says
+    (:func:`~dynamodb_outbox.sender_checks.expected_sender_from_environment`).
     """
 
     def __init__(
@@ -832,16 +870,23 @@ class OutboxConsumer:
         *,
         persistence_store: BasePersistenceLayer | None = None,
         name: str | None = None,
-        expires_after_seconds: int = DEFAULT_EXPIRES_AFTER_SECONDS,
+        expires_after_seconds: int | None = None,
         logger: Logger | None = None,
         metrics: Metrics | None = None,
         stop_margin_seconds: float = DEFAULT_STOP_MARGIN_SECONDS,
         parse_float: Callable[[str], Any] = float,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         log_exception_text: bool = False,
+        expected_sender: ExpectedSender | None = None,
     ) -> None:
         if (idempotency_table is None) == (persistence_store is None):
             raise ValueError("give exactly one of idempotency_table or persistence_store")
+        if expires_after_seconds is None:
+            # What the module derives for this consumer (its `consumers` output's
+            # `environment`, the reference consumer's environment), else the default.
+            expires_after_seconds = integer_env(
+                os.environ, ENV_EXPIRES_AFTER_SECONDS, DEFAULT_EXPIRES_AFTER_SECONDS, minimum=1
+            )
         if expires_after_seconds <= 0:
             raise ValueError("expires_after_seconds must be positive")
         self.name = _resolve_name(name)
@@ -854,6 +899,10 @@ class OutboxConsumer:
         self.log_exception_text = log_exception_text
         self.idempotency_table = idempotency_table
         self._persistence_store = persistence_store
+        # Read once, so a misconfigured environment fails at construction.
+        self.expected_sender = (
+            expected_sender if expected_sender is not None else expected_sender_from_environment()
+        )
         service = os.environ.get(_ENV_SERVICE_NAME) or self.name
         self.logger = logger if logger is not None else Logger(service=service)
         # A private EMF provider: Powertools' default Metrics share one global
@@ -906,6 +955,7 @@ class OutboxConsumer:
             max_concurrency=self.max_concurrency,
             log_exception_text=self.log_exception_text,
             record_durations=record_durations,
+            expected_sender=self.expected_sender,
         )
 
     @overload
@@ -927,6 +977,9 @@ class OutboxConsumer:
         ``process_one`` may be ``async def``: each event is then awaited (see the
         module docstring). The handler keeps its name and docstring.
 
+        ``consumer.handler(router)`` with a :class:`~dynamodb_outbox.routing.Router`
+        runs the route of each event's type.
+
         ``@consumer.handler(model=OrderCreated)`` (a Pydantic v2 model) calls
         ``process_one(envelope, OrderCreated.model_validate(envelope.data))``;
         a payload the model refuses fails its message like any exception
@@ -945,6 +998,8 @@ class OutboxConsumer:
             return decorate
         if model is not None:
             raise TypeError("use @consumer.handler(model=...) to parse payloads with a model")
+        if isinstance(process_one, Router):  # routing by event type (dynamodb_outbox.routing)
+            return self._handler(process_one.process_one())
         return self._handler(process_one)
 
     def _handler(self, process_one: Callable[[Envelope], object]) -> LambdaHandler:

@@ -17,6 +17,11 @@ attribute              what
 ``correlationid``      optional extension: the producer's correlation id
 ``traceparent``,       optional extensions of CloudEvents' distributed tracing
 ``tracestate``         extension: the producer's W3C trace context
+``sequence``           optional extension (CloudEvents' sequence extension): the
+                       event's place among its subject's events, a positive
+                       integer written as 19 zero-padded digits so that text
+                       order is number order; the producer takes it from the
+                       aggregate's version, in the same transaction
 =====================  ===========================================================
 
 Extension names are lowercase letters and digits, as CloudEvents requires; the
@@ -70,11 +75,14 @@ __all__ = [
     "ATTR_PK",
     "ATTR_QUARANTINED_AT",
     "ATTR_QUARANTINE_REASON",
+    "ATTR_SEQUENCE",
     "ATTR_SK",
     "ATTR_STATUS",
+    "ATTR_SUBJECT",
     "DATA_CONTENT_TYPE",
     "DEFAULT_PENDING_SHARDS",
     "MAX_NESTING_DEPTH",
+    "MAX_SEQUENCE",
     "OUTBOX_SK_PREFIX",
     "SPEC_VERSION",
     "STATUS_PENDING",
@@ -102,14 +110,28 @@ ATTR_STATUS = "outbox_status"
 ATTR_PENDING_SHARD = "outbox_pending_shard"
 ATTR_QUARANTINE_REASON = "quarantine_reason"
 ATTR_QUARANTINED_AT = "quarantined_at"
+# Only on an outbox item whose event carries a ``sequence``: the sweeper reads
+# them (and nothing else) to hold a subject behind its lower pending sequence.
+ATTR_SUBJECT = "outbox_subject"
+ATTR_SEQUENCE = "outbox_sequence"
 
 STATUS_PENDING = "PENDING"
 STATUS_QUARANTINED = "QUARANTINED"
 
-DEFAULT_PENDING_SHARDS = 8
+#: THE number of pending-index shards: the writer spreads pending items over
+#: ``00``..``07`` and the sweeper and ``outbox-ops`` read exactly those. Not a
+#: setting: a writer with another count would put items in shards the sweeper
+#: never reads (issue 23), so the writer, the sweeper and the CLI refuse any
+#: other value. Changing it changes the stored format: items already pending
+#: keep their shard.
+DEFAULT_PENDING_SHARDS: Final = 8
 
 #: Nesting levels of the envelope's JSON, the envelope object itself being level 1.
 MAX_NESTING_DEPTH: Final = 100
+
+#: The largest ``sequence``: a signed 64-bit integer, 19 digits.
+MAX_SEQUENCE: Final = 2**63 - 1
+_SEQUENCE_DIGITS: Final = len(str(MAX_SEQUENCE))
 
 _REQUIRED_FIELDS = ("specversion", "id", "type", "source", "time", "subject", "data")
 # The optional attributes: the Python field of each, by its CloudEvents name.
@@ -158,6 +180,7 @@ class Envelope:
     correlation_id: str | None = None
     traceparent: str | None = None
     tracestate: str | None = None
+    sequence: int | None = None
     _json: str = field(init=False, repr=False, compare=False, default="")
     _utc_time: datetime = field(init=False, repr=False, compare=False, default=_EPOCH)
 
@@ -197,6 +220,8 @@ class Envelope:
             value = getattr(self, python_name)
             if value is not None:
                 attributes[name] = value
+        if self.sequence is not None:
+            attributes["sequence"] = f"{self.sequence:0{_SEQUENCE_DIGITS}d}"
         return attributes
 
     def to_dict(self) -> dict[str, Any]:
@@ -234,6 +259,7 @@ class Envelope:
             )
         optional = {python: data.get(name) for name, python in _OPTIONAL_ATTRIBUTES}
         return cls(
+            sequence=_sequence_of(data.get("sequence")),
             id=data["id"],
             type=data["type"],
             source=data["source"],
@@ -315,6 +341,22 @@ def _utc_time_of(text: str) -> datetime:
         ) from exc
 
 
+def _sequence_of(text: object) -> int | None:
+    if text is None:
+        return None
+    if (
+        not isinstance(text, str)
+        or not text.isascii()
+        or not text.isdigit()
+        or len(text) > _SEQUENCE_DIGITS
+    ):
+        raise InvalidEnvelope(
+            f"envelope field 'sequence' must be a string of at most {_SEQUENCE_DIGITS} decimal "
+            f"digits, got {str(text)[:32]!r}"
+        )
+    return int(text)
+
+
 def _validate_fields(envelope: Envelope) -> None:
     for name in ("id", "type", "source", "time", "subject"):
         value = getattr(envelope, name)
@@ -332,6 +374,16 @@ def _validate_fields(envelope: Envelope) -> None:
             raise InvalidEnvelope(
                 f"envelope field {name!r} must be a non-empty string when present"
             )
+    sequence = envelope.sequence
+    if sequence is not None and (
+        isinstance(sequence, bool)
+        or not isinstance(sequence, int)
+        or not 1 <= sequence <= MAX_SEQUENCE
+    ):
+        raise InvalidEnvelope(
+            f"envelope field 'sequence' must be an integer from 1 to {MAX_SEQUENCE}, "
+            f"got {sequence!r}"[:200]
+        )
 
 
 def pending_shard(event_id: str, shards: int = DEFAULT_PENDING_SHARDS) -> str:
@@ -356,7 +408,7 @@ def outbox_item(
     """
     if not pk:
         raise ValueError("the outbox item's partition key must be a non-empty string")
-    return {
+    item = {
         partition_key: {"S": pk},
         sort_key: {"S": envelope.outbox_sk},
         ATTR_ENVELOPE: {"S": envelope.to_json()},
@@ -364,3 +416,7 @@ def outbox_item(
         ATTR_STATUS: {"S": STATUS_PENDING},
         ATTR_PENDING_SHARD: {"S": pending_shard(envelope.id, pending_shards)},
     }
+    if envelope.sequence is not None:
+        item[ATTR_SUBJECT] = {"S": envelope.subject}
+        item[ATTR_SEQUENCE] = {"N": str(envelope.sequence)}
+    return item

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
@@ -68,13 +68,16 @@ class IndexReader(Protocol):
         self,
         *,
         TableName: str,
-        IndexName: str,
         KeyConditionExpression: str,
         ExpressionAttributeNames: Mapping[str, str],
         ExpressionAttributeValues: Mapping[str, Any],
-        ScanIndexForward: bool,
-        Limit: int,
+        IndexName: str = ...,
+        ScanIndexForward: bool = ...,
+        Limit: int = ...,
         ExclusiveStartKey: Mapping[str, Any] = ...,
+        ProjectionExpression: str = ...,
+        Select: Literal["SPECIFIC_ATTRIBUTES"] = ...,
+        ConsistentRead: bool = ...,
     ) -> Mapping[str, Any]: ...
 
     def batch_get_item(self, *, RequestItems: dict[str, Any]) -> Mapping[str, Any]: ...

@@ -77,6 +77,7 @@ from dynamodb_outbox.stream_types import (
     DynamoDBStreamRecord,
     PartialBatchResponse,
 )
+from dynamodb_outbox.subject_sequences import defer_behind_lower_sequences
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
@@ -197,6 +198,38 @@ def read_stream_batch(
     return candidates, result
 
 
+def _defer_behind_lower_sequences(
+    candidates: list[OutboxCandidate],
+    deps: PublishDependencies[PublisherDynamoDBClient],
+    result: PublishResult,
+) -> list[OutboxCandidate]:
+    """The candidates to publish now; the others stay pending, in the sweeper's hands.
+
+    Stream records of two outbox items are ordered by nothing AWS documents,
+    so a sequenced event whose subject has a lower sequence still pending, and
+    not earlier in this batch, is neither sent nor deleted nor failed: the
+    sweeper sends it after the lower one (subject_sequences.py). Events
+    without a sequence cost nothing here.
+    """
+    deferral = defer_behind_lower_sequences(
+        [candidate.item for candidate in candidates],
+        deps.dynamodb_client,
+        deps.table_name,
+        deps.table_keys,
+    )
+    if not deferral.deferred:
+        return candidates
+    result.deferred += len(deferral.deferred)
+    logger.warning(
+        "events left pending behind a lower sequence of their subject; the sweeper sends them",
+        extra={
+            "deferred": len(deferral.deferred),
+            "checkpoints": [candidates[index].checkpoint for index in deferral.deferred],
+        },
+    )
+    return [candidates[index] for index in deferral.kept]
+
+
 def publish_stream_batch(
     records: Sequence[DynamoDBStreamRecord],
     deps: PublishDependencies[PublisherDynamoDBClient],
@@ -210,6 +243,8 @@ def publish_stream_batch(
     from cannot be named (after deleting what was published).
     """
     candidates, result = read_stream_batch(records, deps.table_keys)
+    if deps.sink.rules.orders_by_subject:
+        candidates = _defer_behind_lower_sequences(candidates, deps, result)
     publish_outbox_items(candidates, deps, result=result, time_left=time_left)
     if result.failure_position is not None:
         if result.failure_checkpoint is None:

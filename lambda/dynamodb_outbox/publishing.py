@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Final, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, ClassVar, Final, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import (
@@ -139,6 +139,23 @@ class PublisherDynamoDBClient(Protocol):
 
     def batch_write_item(self, *, RequestItems: Mapping[str, Any]) -> Mapping[str, Any]: ...
 
+    # On the ordered path, a partition's pending sequences (subject_sequences.py).
+    def query(
+        self,
+        *,
+        TableName: str,
+        KeyConditionExpression: str,
+        ExpressionAttributeNames: Mapping[str, str],
+        ExpressionAttributeValues: Mapping[str, Any],
+        IndexName: str = ...,
+        ScanIndexForward: bool = ...,
+        Limit: int = ...,
+        ExclusiveStartKey: Mapping[str, Any] = ...,
+        ProjectionExpression: str = ...,
+        Select: Literal["SPECIFIC_ATTRIBUTES"] = ...,
+        ConsistentRead: bool = ...,
+    ) -> Mapping[str, Any]: ...
+
 
 ClientT = TypeVar("ClientT", bound=PublisherDynamoDBClient, covariant=True)
 
@@ -184,6 +201,9 @@ class PublishResult:
     quarantine_unmarkable: int = 0
     #: not outbox inserts (the mapping filter should have dropped them).
     skipped: int = 0
+    #: ordered sinks: sequenced events left pending for the sweeper because a lower
+    #: sequence of their subject is still pending and not earlier in the batch.
+    deferred: int = 0
     #: records without a readable key: nothing to publish or quarantine, logged.
     unreadable: int = 0
     #: entries (or quarantine writes) that failed retryably; a failed call counts

@@ -13,6 +13,8 @@ Environment:
 * ``OUTBOX_CONSUMER_NAME`` (optional, default the Lambda function name): scopes
   idempotency keys and ledger entries;
 * ``OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`` (optional, default 7 days);
+* ``OUTBOX_PUBLISH_TO`` with ``OUTBOX_EVENT_BUS_ARN`` or ``OUTBOX_TOPIC_ARN``:
+  the sender every message must come from (:mod:`dynamodb_outbox.sender_checks`);
 * ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``,
   ``POWERTOOLS_LOG_LEVEL`` as usual for Powertools.
 
@@ -39,6 +41,7 @@ from dynamodb_outbox.consumer import (
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.ledger import LedgerDynamoDBClient, record_processed
 from dynamodb_outbox.log_keys import key_digest
+from dynamodb_outbox.sender_checks import ExpectedSender, expected_sender_from_environment
 from dynamodb_outbox.settings import (
     ENV_CONSUMER_NAME,
     ENV_EXPIRES_AFTER_SECONDS,
@@ -88,11 +91,14 @@ def handler(event: SQSEvent, context: LambdaContext) -> PartialBatchResponse:
         os.environ, ENV_EXPIRES_AFTER_SECONDS, DEFAULT_EXPIRES_AFTER_SECONDS, minimum=1
     )
     name = os.environ.get(ENV_CONSUMER_NAME) or None
-    return _handler_for(table_name, name, expires)(event, context)
+    sender = expected_sender_from_environment()
+    return _handler_for(table_name, name, expires, sender)(event, context)
 
 
 @functools.cache
-def _handler_for(table_name: str, name: str | None, expires_after_seconds: int) -> LambdaHandler:
+def _handler_for(
+    table_name: str, name: str | None, expires_after_seconds: int, sender: ExpectedSender
+) -> LambdaHandler:
     # Built on the first invocation and reused by the warm environment (one
     # boto3 client, one persistence layer), keyed by the configuration so that
     # a changed environment (tests) never gets a stale handler.
@@ -101,5 +107,6 @@ def _handler_for(table_name: str, name: str | None, expires_after_seconds: int) 
         persistence_store=DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client),
         name=name,
         expires_after_seconds=expires_after_seconds,
+        expected_sender=sender,
     )
     return build_handler(consumer, client, table_name)

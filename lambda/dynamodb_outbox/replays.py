@@ -12,7 +12,10 @@ asked for in the replay's name, which ``outbox-ops replay --reprocess`` builds::
 
     reprocess.<consumer>.<digest>
 
-The toolkit honours it only in the consumer it names: that consumer keys its
+The toolkit honours it only in the consumer it names, and only on an
+EventBridge event from the bus the consumer was configured to expect
+(:mod:`dynamodb_outbox.sender_checks`; a ``replay-name`` anywhere else is
+refused as forged): that consumer keys its
 idempotency record by event id AND replay name, so each event takes effect once
 more per such replay, and once only however often the replay delivers it. Any
 other consumer, and any replay not named this way (one started from the
@@ -26,8 +29,6 @@ Standard library only: the consumer imports it on every record.
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Mapping
 from typing import Final
 
 __all__ = [
@@ -35,7 +36,6 @@ __all__ = [
     "REPROCESS_PREFIX",
     "is_reprocess_for",
     "replay_name",
-    "replay_name_of",
 ]
 
 #: The field EventBridge adds to every replayed event, next to ``id`` and ``detail``.
@@ -73,25 +73,6 @@ def replay_name(
     if len(name) > MAX_REPLAY_NAME:
         raise ValueError(f"replay name {name!r} exceeds {MAX_REPLAY_NAME} characters")
     return name
-
-
-def replay_name_of(body: object) -> str | None:
-    """The ``replay-name`` of an EventBridge event in an SQS message body, if it has one.
-
-    Live events (and SNS deliveries) have none; the body is parsed only when
-    the field's name appears in it.
-    """
-    if not isinstance(body, str | bytes):
-        return None
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    if f'"{REPLAY_NAME_FIELD}"' not in text:
-        return None
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    name = data.get(REPLAY_NAME_FIELD) if isinstance(data, Mapping) else None
-    return name if isinstance(name, str) and name else None
 
 
 def is_reprocess_for(name: str | None, consumer: str) -> bool:

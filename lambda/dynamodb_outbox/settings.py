@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from dynamodb_outbox.table_keys import TableKeys
 
 __all__ = [
+    "CONSUMER_SENDER_ENVIRONMENT",
     "DEFAULT_METRICS_NAMESPACE",
     "ENV_CONSUMER_NAME",
+    "ENV_EVENT_BUS_ARN",
     "ENV_EVENT_BUS_NAME",
     "ENV_EXPIRES_AFTER_SECONDS",
     "ENV_IDEMPOTENCY_TABLE",
@@ -39,6 +41,7 @@ __all__ = [
     "ConfigurationError",
     "boto3_client",
     "integer_env",
+    "pending_shards_from_environment",
     "required_env",
     "sink_from_environment",
     "table_keys_from_environment",
@@ -65,6 +68,14 @@ ENV_MAX_ITEMS: Final = "OUTBOX_SWEEPER_MAX_ITEMS"
 ENV_IDEMPOTENCY_TABLE: Final = "OUTBOX_IDEMPOTENCY_TABLE"
 ENV_EXPIRES_AFTER_SECONDS: Final = "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"
 ENV_CONSUMER_NAME: Final = "OUTBOX_CONSUMER_NAME"
+
+# Every consumer (dynamodb_outbox.sender_checks): the sender its messages must
+# show. OUTBOX_PUBLISH_TO picks the transport, and with it the body shape; the
+# bus's ARN (EventBridge) or OUTBOX_TOPIC_ARN (SNS) the account, region or topic.
+# The module sets them on its reference consumers and lists them in its
+# `consumer_environment` output for callers' own functions.
+ENV_EVENT_BUS_ARN: Final = "OUTBOX_EVENT_BUS_ARN"
+CONSUMER_SENDER_ENVIRONMENT: Final = (ENV_PUBLISH_TO, ENV_EVENT_BUS_ARN, ENV_TOPIC_ARN)
 
 
 class ConfigurationError(RuntimeError):
@@ -96,6 +107,24 @@ def integer_env(
             f"environment variable {name} must be an integer {bounds}, got {text!r}"
         )
     return value
+
+
+def pending_shards_from_environment(environ: Mapping[str, str]) -> int:
+    """``OUTBOX_PENDING_SHARDS``, which may only repeat the one shard count.
+
+    The writer always spreads pending items over
+    :data:`~dynamodb_outbox.envelope.DEFAULT_PENDING_SHARDS` shards; a sweeper
+    or ``outbox-ops`` reading another count would miss items, so it is refused.
+    """
+    from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS
+
+    text = environ.get(ENV_PENDING_SHARDS, "").strip()
+    if text and text != str(DEFAULT_PENDING_SHARDS):
+        raise ConfigurationError(
+            f"environment variable {ENV_PENDING_SHARDS} must be unset or "
+            f"{DEFAULT_PENDING_SHARDS} (the writer's shard count), got {text!r}"
+        )
+    return DEFAULT_PENDING_SHARDS
 
 
 def table_keys_from_environment(environ: Mapping[str, str] | None = None) -> TableKeys:

@@ -57,6 +57,7 @@ __all__ = [
     "SNS_FIFO_RULES",
     "SNS_MAX_ENTRIES",
     "SNS_MAX_REQUEST_BYTES",
+    "SNS_MESSAGE_ATTRIBUTES",
     "SNS_RULES",
     "EntryResult",
     "EventBridgeRules",
@@ -118,6 +119,9 @@ SNS_MAX_REQUEST_BYTES: Final = 256 * 1024
 SNS_STRING_DATA_TYPE: Final = "String"
 _SNS_TYPE_ATTRIBUTE: Final = "event_type"
 _SNS_SOURCE_ATTRIBUTE: Final = "source"
+#: The message attributes set on every SNS message, the only keys a consumer's
+#: filter policy can match (sns.tf's sns_message_attributes lists the same names).
+SNS_MESSAGE_ATTRIBUTES: Final = (_SNS_TYPE_ATTRIBUTE, _SNS_SOURCE_ATTRIBUTE)
 #: What the two message attributes add to a message besides the type and source
 #: values: both names and both data types, in UTF-8 bytes.
 SNS_ATTRIBUTE_OVERHEAD_BYTES: Final = (

@@ -28,6 +28,18 @@ The rules, and why:
   did it), and the quarantine write never recreates an item that is gone. The
   sweeper re-reads each item before publishing and skips those already gone or
   no longer pending. Consumers absorb duplicates by event id.
+* On a sink that keeps order per subject (SNS FIFO), a subject never has a
+  later event sent ahead of an earlier one that is still pending
+  (docs/decisions.md, "What "in order per subject" means"). A key that
+  BatchGetItem left unread stops its partition for the rest of the run (its
+  subject is unknown until it is read; order is promised per partition key
+  and subject). Events that carry a ``sequence`` go out in sequence order, and
+  their subject stops at the first lower sequence still pending in the table
+  that this run cannot send first: unread, not old enough by its id, or not
+  reached. One consistent ``Query`` per partition that has such events finds
+  them (:mod:`dynamodb_outbox.subject_sequences`: keys and four small
+  attributes, never the envelopes). Publication failures already stop the run
+  (above).
 """
 
 from __future__ import annotations
@@ -52,7 +64,6 @@ from dynamodb_outbox.pending_index import (
     BATCH_GET_MAX_KEYS,
     DEFAULT_PENDING_INDEX,
     DEFAULT_READ_RETRIES,
-    MAX_PENDING_SHARDS,
     QUERY_MAX_PAGE,
     IndexReader,
     OldestFirst,
@@ -77,17 +88,24 @@ from dynamodb_outbox.settings import (
     ENV_MAX_ITEMS,
     ENV_MIN_AGE_SECONDS,
     ENV_PENDING_INDEX,
-    ENV_PENDING_SHARDS,
     ENV_TABLE_NAME,
     ClientFactory,
     boto3_client,
     integer_env,
+    pending_shards_from_environment,
     required_env,
     sink_from_environment,
     table_keys_from_environment,
 )
 from dynamodb_outbox.sinks import Sink
 from dynamodb_outbox.stream_types import AttributeMap
+from dynamodb_outbox.subject_sequences import (
+    PendingSequences,
+    partition_of,
+    pending_sequences,
+    sequence_of,
+    subject_of,
+)
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
@@ -146,6 +164,12 @@ class SweepResult:
     not_pending: int = 0
     #: keys DynamoDB left unprocessed after the read retries (next run).
     unfetched: int = 0
+    #: keys left pending because an earlier event of their subject could not go
+    #: first (ordered sinks only): an unread key of their partition, or a lower
+    #: ``sequence`` of their subject still pending.
+    held: int = 0
+    #: consistent queries of one partition's pending sequences (ordered sinks only).
+    partition_queries: int = 0
     #: more old items than this run took (``max_items``, time, or a failure).
     more_pending: bool = False
     #: why the run stopped early: ``max_items``, ``time`` or ``retryable_failure``.
@@ -193,6 +217,14 @@ class _Sweep:
         self.sleep = deps.sleep
         self.read_retries = read_retries
         self.table_keys = deps.table_keys
+        self.ordered = deps.sink.rules.orders_by_subject
+        # Ordered sinks only: partitions stopped for the rest of the run (an unread
+        # key), the pending sequences of each partition read so far (subject ->
+        # [(sequence, sort key)] ascending), and the sort keys this run has sent
+        # (or quarantined) or found gone.
+        self._stopped_partitions: set[str] = set()
+        self._sequences: dict[str, PendingSequences] = {}
+        self._settled: set[str] = set()
         # Spread the budget over the shards (the hash spreads items evenly), so a
         # backlog costs about ``max_items`` keys read, not ``shards * max_items``.
         self.page_limit = max(1, min(QUERY_MAX_PAGE, -(-max_items // len(self.shards))))
@@ -296,15 +328,83 @@ class _Sweep:
         self.result.more_pending = self.result.more_pending or bool(unread_ids)
         items: list[AttributeMap] = []
         for key in keys:
+            partition = self._partition(key)
             if key_id(key, self.table_keys) in unread_ids:
+                if self.ordered:  # its subject is unknown: stop its whole partition
+                    self._stopped_partitions.add(partition)
+                continue
+            if self.ordered and partition in self._stopped_partitions:
+                self.result.held += 1
                 continue
             item = read.items.get(key_id(key, self.table_keys))
             if item is None or not is_pending(item):
                 # Published and deleted, or quarantined, since the index was read.
                 self.result.not_pending += 1
+                self._settled.add(sort_key(key, self.table_keys))
                 continue
             items.append(item)
+        if self.ordered:
+            items = self._in_sequence_order(items)
+            self.result.more_pending = self.result.more_pending or self.result.held > 0
         return items
+
+    # -- order per subject (ordered sinks)
+
+    def _partition(self, key: Mapping[str, Any]) -> str:
+        return partition_of(key, self.table_keys)
+
+    def _in_sequence_order(self, items: list[AttributeMap]) -> list[AttributeMap]:
+        """``items`` with each subject's sequenced events in sequence order, held ones left out.
+
+        A subject's events take the places its events had in ``items`` (so other
+        subjects keep theirs); an event goes only when every lower sequence of
+        its subject still pending in the table goes before it in this run.
+        """
+        groups: dict[tuple[str, str], list[int]] = {}
+        for place, item in enumerate(items):
+            subject = subject_of(item)
+            if sequence_of(item) is not None and subject is not None:
+                groups.setdefault((self._partition(item), subject), []).append(place)
+        if not groups:
+            return items
+        placed: list[AttributeMap | None] = list(items)
+        for (partition, subject), places in groups.items():
+            ready = {sort_key(items[place], self.table_keys): items[place] for place in places}
+            taken: list[AttributeMap] = []
+            # Held events are not settled: a later page meets them in this walk and
+            # stops there, so nothing passes them within the run.
+            for _, sk in self._pending_sequences(items[places[0]], partition).get(subject, []):
+                if sk in self._settled:
+                    continue
+                if sk not in ready:
+                    break  # a lower sequence this run cannot send first
+                taken.append(ready.pop(sk))
+            if ready:
+                self.result.held += len(ready)
+                logger.info(
+                    "subject held behind a lower pending sequence",
+                    extra={
+                        "held": len(ready),
+                        "key": loggable_key(
+                            self.table_keys.key_of(items[places[0]]), self.table_keys
+                        ),
+                    },
+                )
+            for n, place in enumerate(places):
+                placed[place] = taken[n] if n < len(taken) else None
+            self._settled.update(sort_key(item, self.table_keys) for item in taken)
+        return [item for item in placed if item is not None]
+
+    def _pending_sequences(self, item: Mapping[str, Any], partition: str) -> PendingSequences:
+        """The partition's pending sequenced events (read once per run)."""
+        known = self._sequences.get(partition)
+        if known is None:
+            known, calls = pending_sequences(
+                self.dynamodb, self.table_name, item[self.table_keys.partition], self.table_keys
+            )
+            self.result.partition_queries += calls
+            self._sequences[partition] = known
+        return known
 
     # -- the run
 
@@ -417,9 +517,7 @@ def runtime_from_environment(
         table_name=required_env(ENV_TABLE_NAME, environ),
         dynamodb_client=make_client("dynamodb"),
         index_name=environ.get(ENV_PENDING_INDEX, "").strip() or DEFAULT_PENDING_INDEX,
-        shards=integer_env(
-            environ, ENV_PENDING_SHARDS, DEFAULT_PENDING_SHARDS, 1, MAX_PENDING_SHARDS
-        ),
+        shards=pending_shards_from_environment(environ),
         min_age_seconds=integer_env(environ, ENV_MIN_AGE_SECONDS, DEFAULT_MIN_AGE_SECONDS, 0),
         max_items=integer_env(environ, ENV_MAX_ITEMS, DEFAULT_MAX_ITEMS, 1),
         table_keys=table_keys_from_environment(environ),

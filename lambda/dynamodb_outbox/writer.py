@@ -24,16 +24,18 @@ An event the table's sink would never accept (too large for it, a field it
 refuses) is refused too, by the sink's own rules (:mod:`dynamodb_outbox.sinks`,
 chosen with ``publish_to``): committed, it could only be quarantined.
 
-Which events reach consumers in the order they were written: with
-``publish_to = "sns_fifo"`` (the ordered path), two events are delivered in
-write order when they have the same partition key (the entity's ``PK``: the
-stream keeps one partition's records in order with a parallelization factor of
-1) AND the same envelope ``subject`` (the FIFO message group). Give every event
-of an aggregate the aggregate's key as ``PK`` and its id as ``subject``. AWS
-documents no order among the stream records of one transaction: two events of
-an aggregate that must stay ordered go in two transactions, one after the
-other. Nothing else is ordered: not two subjects, not two partition keys, and nothing
-on the ``eventbridge`` and ``sns`` paths (README, "Guarantees").
+Which events reach consumers in order: with ``publish_to = "sns_fifo"`` (the
+ordered path), the events of one envelope ``subject`` (the FIFO message group)
+that carry a ``sequence`` go out in ``sequence`` order, and a consumer's
+:class:`~dynamodb_outbox.sequence_check.SequenceTracker` reports a gap or a
+reordering. Take the sequence from the aggregate's version, set in the same
+transaction with a condition on the previous one, so sequence order is commit
+order. Without a sequence, order is best effort: the stream's order for one
+partition key (AWS orders stream records per item only, and every event is an
+item of its own) and id order in the sweeper. Give every event of an aggregate
+the aggregate's key as ``PK`` and its id as ``subject``. Nothing else is
+ordered: not two subjects, and nothing on the ``eventbridge`` and ``sns`` paths
+(README, "Guarantees"; docs/decisions.md, "What "in order per subject" means").
 
 This module ships to application code (Lambda layer): it imports only the
 standard library, boto3/botocore, python-ulid, the envelope and sink rules and
@@ -46,12 +48,14 @@ from __future__ import annotations
 import base64
 import contextlib
 import math
+import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, DecimalException, InvalidOperation
 from typing import TYPE_CHECKING, Any, Final, TypedDict, cast
+from uuid import UUID
 
 import boto3
 from boto3.dynamodb.types import TypeSerializer
@@ -69,6 +73,12 @@ from dynamodb_outbox.envelope import (
 )
 from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
+from dynamodb_outbox.settings import (
+    ENV_PUBLISH_TO,
+    ENV_TABLE_NAME,
+    ConfigurationError,
+    table_keys_from_environment,
+)
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
 from dynamodb_outbox.table_keys import InvalidTableKeys, TableKeys
 from dynamodb_outbox.trace_context import TraceContext
@@ -330,7 +340,11 @@ def _serialize(value: Any, path: str) -> dict[str, Any]:
             f"{type(exc).__name__}"
         ) from exc
     except TypeError as exc:
-        raise InvalidWrite(f"attribute {path!r} cannot be stored in DynamoDB: {exc}") from exc
+        raise InvalidWrite(
+            f"attribute {path!r} cannot be stored in DynamoDB: {exc}; convert it first to "
+            "str, int, Decimal, bool, bytes, None, a list, a dict or a set (datetime, date "
+            "and UUID are stored as their ISO 8601 / canonical text)"
+        ) from exc
     return serialized
 
 
@@ -354,6 +368,13 @@ def _prepare(value: Any, path: str, depth: int = 1) -> Any:
         return prepared
     if isinstance(value, list | tuple):
         return [_prepare(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
+    if isinstance(value, datetime | date | UUID):
+        # Stored as the text event data gets (dynamodb_outbox.payload_json): one
+        # rule for both halves of a write; read back, it is that string.
+        try:
+            return to_json_value(value, path=path)
+        except PayloadNotEncodable as exc:
+            raise InvalidWrite(f"attribute {exc}") from exc
     if isinstance(value, set | frozenset):
         if not value:
             raise InvalidWrite(
@@ -467,8 +488,9 @@ class OutboxWriter:
     client. Without it, a default client is created on first use, not at
     construction, so building a writer at import time costs nothing and needs
     no credentials; threads sharing the writer share that one client.
-    ``pending_shards`` must match the sweeper's setting (it spreads the
-    pending index over that many partitions).
+    ``pending_shards`` is not a setting: the pending index has
+    :data:`~dynamodb_outbox.envelope.DEFAULT_PENDING_SHARDS` shards, which the
+    sweeper reads, and any other value is refused (kept for callers that pass it).
     ``partition_key`` and ``sort_key`` name the table's key attributes (both
     strings), ``PK`` and ``SK`` by default: the module's ``table.partition_key``
     and ``table.sort_key``, which the publisher and sweeper get too. Outbox
@@ -497,8 +519,11 @@ class OutboxWriter:
             raise InvalidWrite("table_name must be a non-empty string")
         if isinstance(pending_shards, bool) or not isinstance(pending_shards, int):
             raise InvalidWrite("pending_shards must be an integer")
-        if not 1 <= pending_shards <= 100:
-            raise InvalidWrite(f"pending_shards must be between 1 and 100, got {pending_shards}")
+        if pending_shards != DEFAULT_PENDING_SHARDS:
+            raise InvalidWrite(
+                f"pending_shards must be {DEFAULT_PENDING_SHARDS}, the shards the sweeper reads, "
+                f"got {pending_shards}: items in other shards would never be swept"
+            )
         try:
             self.table_keys = TableKeys(partition_key, sort_key)
         except InvalidTableKeys as exc:
@@ -517,6 +542,41 @@ class OutboxWriter:
             name: tuple(attrs) for name, attrs in (key_schemas or {}).items()
         }
         self._key_schemas[table_name] = self.table_keys.names
+
+    @classmethod
+    def from_environment(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        client: DynamoDBClient | None = None,
+        *,
+        source: str | None = None,
+        key_schemas: Mapping[str, Sequence[str]] | None = None,
+    ) -> OutboxWriter:
+        """A writer configured the way the module configured its publisher and sweeper.
+
+        Reads the variables of the module's ``writer_environment`` output
+        (``OUTBOX_TABLE_NAME``, ``OUTBOX_PUBLISH_TO``, ``OUTBOX_PARTITION_KEY``,
+        ``OUTBOX_SORT_KEY``): set that map on the producer function and the
+        table, its keys and its sink have one source, the module's inputs.
+        Raises :class:`InvalidWrite` naming a missing or bad variable.
+        """
+        environ = os.environ if environ is None else environ
+        table_name = environ.get(ENV_TABLE_NAME, "").strip()
+        if not table_name:
+            raise InvalidWrite(f"environment variable {ENV_TABLE_NAME} is not set")
+        try:
+            keys = table_keys_from_environment(environ)
+        except ConfigurationError as exc:
+            raise InvalidWrite(str(exc)) from None
+        return cls(
+            table_name,
+            client,
+            source=source,
+            key_schemas=key_schemas,
+            publish_to=environ.get(ENV_PUBLISH_TO, "").strip() or PUBLISH_TO_EVENTBRIDGE,
+            partition_key=keys.partition,
+            sort_key=keys.sort,
+        )
 
     @property
     def client(self) -> DynamoDBClient:
@@ -546,6 +606,7 @@ class OutboxWriter:
         default: JsonDefault | None = None,
         event_id: str | None = None,
         time: datetime | str | None = None,
+        sequence: int | None = None,
     ) -> Envelope:
         """An envelope about ``entity`` (an entity item or its partition key), with a fresh ULID.
 
@@ -578,6 +639,14 @@ class OutboxWriter:
         same event. ``time`` (an aware ``datetime`` or ISO 8601 text) defaults
         to the id's own time when ``event_id`` is given, so a retry is the same
         request byte for byte (what ``client_request_token`` needs).
+
+        ``sequence`` (an integer from 1) is the event's place among its
+        subject's events, carried as the envelope's ``sequence`` extension: on
+        the ordered path the sweeper sends a subject's events in that order and
+        the consumer toolkit can tell a gap or a reordering
+        (:mod:`dynamodb_outbox.sequence_check`). Take it from the aggregate's
+        version in the same transaction (the new version, with a ``condition``
+        on the old one), so that sequence order is commit order.
         """
         partition_key = self.table_keys.partition
         pk = entity if isinstance(entity, str) else entity.get(partition_key)
@@ -614,6 +683,7 @@ class OutboxWriter:
                 tracestate=trace.tracestate if trace else None,
                 id=event_id,
                 time=time_text,
+                sequence=sequence,
             )
         except (InvalidEnvelope, PayloadNotEncodable) as exc:
             raise InvalidWrite(str(exc)) from exc
@@ -722,6 +792,7 @@ class OutboxWriter:
             )
         for position, envelope in enumerate(envelopes):
             actions.append(self._event_action(pk, envelope, len(actions), position))
+        _check_sequences(envelopes)
         for position, raw in enumerate(extra_actions):
             actions.append(self._extra_action(raw, len(actions), position))
         _check_limits(actions)
@@ -911,6 +982,20 @@ class OutboxWriter:
 
 
 # ------------------------------------------------------------------------- checks
+
+
+def _check_sequences(envelopes: Sequence[Envelope]) -> None:
+    """Two events of one subject in one write never share a ``sequence``."""
+    seen: dict[tuple[str, int], int] = {}
+    for position, envelope in enumerate(envelopes):
+        if envelope.sequence is None:
+            continue
+        earlier = seen.setdefault((envelope.subject, envelope.sequence), position)
+        if earlier != position:
+            raise InvalidWrite(
+                f"events #{earlier} and #{position} of subject {_short(envelope.subject)} both "
+                f"carry sequence {envelope.sequence}: a subject's sequence numbers must differ"
+            )
 
 
 def _check_limits(actions: Sequence[_Action]) -> None:

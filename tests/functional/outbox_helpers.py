@@ -254,6 +254,8 @@ class CountingDynamoDB:
     batch_get_calls: int = 0
     batch_get_requests: list[dict[str, Any]] = field(default_factory=list)
     unprocessed_batch_gets: int = 0  # calls that serve one key only; -1: serve none, ever
+    #: sort keys DynamoDB never serves (handed back unprocessed on every call).
+    never_served: set[str] = field(default_factory=set)
     before_batch_get: Any = None
     stale_query_items: dict[str, list[dict[str, Any]]] | None = None
     batch_write_requests: list[list[dict[str, Any]]] = field(default_factory=list)
@@ -262,7 +264,7 @@ class CountingDynamoDB:
     def query(self, **kwargs: Any) -> dict[str, Any]:
         self.queries.append(kwargs)
         response = dict(self.real.query(**kwargs))
-        if self.stale_query_items is not None:
+        if self.stale_query_items is not None and "IndexName" in kwargs:
             shard = kwargs["ExpressionAttributeValues"][":shard"]["S"]
             response = {"Items": self.stale_query_items.get(shard, []), "Count": 0}
             response["ScannedCount"] = len(response["Items"])
@@ -291,6 +293,15 @@ class CountingDynamoDB:
             response = dict(self.real.batch_get_item(RequestItems=first))
             rest = request["Keys"][1:]
             response["UnprocessedKeys"] = {table: request | {"Keys": rest}} if rest else {}
+        elif self.never_served:
+            served = [key for key in request["Keys"] if key["SK"]["S"] not in self.never_served]
+            withheld = [key for key in request["Keys"] if key["SK"]["S"] in self.never_served]
+            response = (
+                dict(self.real.batch_get_item(RequestItems={table: request | {"Keys": served}}))
+                if served
+                else {"Responses": {table: []}}
+            )
+            response["UnprocessedKeys"] = {table: request | {"Keys": withheld}} if withheld else {}
         else:
             response = dict(self.real.batch_get_item(**kwargs))
         self.batch_get_items += len(response.get("Responses", {}).get(table, []))

@@ -77,68 +77,6 @@ def test_the_change_an_entity_snippet_pays_once_then_answers_409_and_404(
     assert outbox["Item"]["event_type"] == {"S": "OrderPaid"}
 
 
-def test_the_testing_snippet_drives_the_readme_consumer_with_built_records(
-    aws: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # GIVEN the README's writer and consumer, with their tables
-    from tests.support.moto_tables import create_idempotency_table
-
-    create_orders_table()
-    monkeypatch.setenv(
-        "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
-    )
-    charged: list[str] = []
-    namespace: dict[str, Any] = {"charge": lambda order_id, total: charged.append(order_id)}
-    exec(compile(producer_blocks()[0], "README producer", "exec"), namespace)
-    consumer_block = python_blocks("### Consumer code")[0]
-    exec(compile(consumer_block, "README consumer", "exec"), namespace)
-
-    # WHEN the "Testing your service" snippet runs as printed
-    block = python_blocks("## Testing your service")[0]
-    exec(compile(block, "README testing", "exec"), namespace)
-
-    # THEN the consumer charged once: the second delivery was skipped as a duplicate
-    assert charged == ["1001"]
-
-
-def test_the_whole_path_snippet_takes_both_orders_from_the_table_to_billing(
-    aws: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # GIVEN the README's writer (its order written) and consumer, the table streaming
-    from dynamodb_outbox import publisher
-    from tests.support.moto_tables import create_idempotency_table
-
-    create_orders_table(stream=True)
-    monkeypatch.setenv(
-        "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
-    )
-    for name in ("OUTBOX_TABLE_NAME", "OUTBOX_EVENT_BUS_NAME"):
-        monkeypatch.delenv(name, raising=False)  # restored after the snippet sets them
-    charged: list[str] = []
-    namespace: dict[str, Any] = {"charge": lambda order_id, total: charged.append(order_id)}
-    exec(compile(producer_blocks()[0], "README producer", "exec"), namespace)
-    consumer_block = python_blocks("### Consumer code")[0]
-    exec(compile(consumer_block, "README consumer", "exec"), namespace)
-
-    # WHEN the whole-path snippet runs as printed
-    try:
-        block = python_blocks("## Testing your service")[1]
-        exec(compile(block, "README whole path", "exec"), namespace)
-    finally:
-        publisher.default_runtime.cache_clear()
-
-    # THEN billing charged each order once, through the stream, the bus and the queue
-    assert sorted(charged) == ["1001", "1002"]
-    sqs = boto3.client("sqs")
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=namespace["queue_url"], AttributeNames=["ApproximateNumberOfMessages"]
-    )["Attributes"]
-    assert attributes["ApproximateNumberOfMessages"] == "0"
-    # AND the outbox items are gone: only the orders remain
-    items = boto3.client("dynamodb").scan(TableName="orders")["Items"]
-    assert sorted(item["SK"]["S"] for item in items) == ["META", "META"]
-
-
 def test_the_typed_payload_snippet_hands_the_function_the_model(
     aws: None, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
@@ -152,7 +90,7 @@ def test_the_typed_payload_snippet_hands_the_function_the_model(
         "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
     )
     namespace: dict[str, Any] = {}
-    consumer_block, typed_block = python_blocks("### Consumer code")
+    consumer_block, typed_block = python_blocks("### Consumer code")[:2]
     exec(compile(consumer_block, "README consumer", "exec"), namespace)
     exec(compile(typed_block, "README typed consumer", "exec"), namespace)
 
@@ -165,3 +103,36 @@ def test_the_typed_payload_snippet_hands_the_function_the_model(
     # THEN the good one was shipped with its parsed order, the other one failed alone
     assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][1]["messageId"]}]}
     assert f"shipping 1001 for event {good.id}" in capsys.readouterr().out
+
+
+def test_the_router_snippet_sends_each_type_to_its_function_and_fails_unknown_ones(
+    aws: None, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    # GIVEN the README's consumer, its typed model and its router
+    from dynamodb_outbox.local import LambdaContext
+    from dynamodb_outbox.local.records import consumer_event
+    from tests.factories import make_envelope
+    from tests.support.moto_tables import create_idempotency_table
+
+    monkeypatch.setenv(
+        "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
+    )
+    namespace: dict[str, Any] = {}
+    for number, block in enumerate(python_blocks("### Consumer code")[:3]):
+        exec(compile(block, f"README consumer {number}", "exec"), namespace)
+
+    # WHEN a batch carries the two routed types, an ignored one and an unknown one
+    event = consumer_event(
+        [
+            make_envelope(type="OrderCreated", data={"order_id": "1", "total": 5}),
+            make_envelope(type="OrderPaid", data={"order_id": "1", "amount": 5}),
+            make_envelope(type="OrderShipped", data={}),
+            make_envelope(type="OrderRefunded", data={}),
+        ]
+    )
+    response = namespace["billing"](event, LambdaContext("arn:aws:lambda:us-east-1:1:function:b"))
+
+    # THEN each routed type ran its function; only the unknown type's message failed
+    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][3]["messageId"]}]}
+    printed = capsys.readouterr().out
+    assert "invoicing 1" in printed and "settling 1 5.0" in printed

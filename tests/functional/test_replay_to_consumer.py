@@ -30,6 +30,7 @@ from dynamodb_outbox.consumer import OutboxConsumer
 from dynamodb_outbox.ledger import read_ledger
 from dynamodb_outbox.ops import main
 from dynamodb_outbox.reference_consumer import build_handler
+from dynamodb_outbox.sender_checks import ExpectedSender
 from dynamodb_outbox.sinks import EventBridgeSink, OutboundEvent
 from tests.factories import ACCOUNT_ID, REGION, SOURCE, make_envelope
 from tests.functional.consumer_fixtures import envelopes, sqs_record
@@ -118,6 +119,8 @@ def stack(aws: None) -> Iterator[Stack]:
                 table_name=IDEMPOTENCY_TABLE, boto3_client=dynamodb
             ),
             name=key,
+            # What the module sets on its consumers: only this bus's replays count.
+            expected_sender=ExpectedSender.eventbridge(BUS_ARN),
         )
         handlers[key] = build_handler(consumer, dynamodb, IDEMPOTENCY_TABLE)
     yield Stack(events, sqs, dynamodb, queue_urls, handlers, {key: [] for key in CONSUMERS})
@@ -385,6 +388,7 @@ def test_a_replayed_event_older_than_the_idempotency_window_is_not_run_by_accide
         ),
         name="audit",
         expires_after_seconds=3600,
+        expected_sender=ExpectedSender.eventbridge(BUS_ARN),
     )
     stack.handlers["audit"] = build_handler(consumer, stack.dynamodb, IDEMPOTENCY_TABLE)
     old = make_envelope(id=ulid_at(datetime.now(UTC) - timedelta(hours=2)))

@@ -55,6 +55,7 @@ from dynamodb_outbox.reference_consumer import build_handler
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import SweepResult, sweep
 from tests.support.aws_errors import client_error
+from tests.support.module_windows import default_window
 from tests.support.moto_tables import PENDING_INDEX, create_idempotency_table, create_outbox_table
 
 REGION = "eu-west-1"
@@ -318,6 +319,8 @@ class Pipeline:
     def __init__(self, clock: VirtualClock, plan: FaultPlan, *, stream_batch_size: int) -> None:
         session = _session()
         self.clock = clock
+        #: Virtual time the deployment started at (copies reached the DLQ after it).
+        self.started_at = clock.now()
         self.plan = plan
         self.dynamodb = session.client("dynamodb")
         self.sqs = session.client("sqs")
@@ -382,6 +385,9 @@ class Pipeline:
                 table_name=IDEMPOTENCY_TABLE, boto3_client=self.dynamodb
             ),
             name=CONSUMER,
+            # The module's window for its defaults (modules/windows), so the
+            # runbook's redrive on the DLQ's last day is checked against it.
+            expires_after_seconds=default_window(),
             logger=Logger(service=CONSUMER, level="CRITICAL"),
         )
         self.consumer = SqsMapping(

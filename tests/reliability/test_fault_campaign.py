@@ -15,7 +15,10 @@ fault-free until nothing is pending, and checks:
    consumer messages all end in the DLQ;
 4. after the sweeper's final run no outbox item is pending: what is left is
    quarantined (marked, out of the pending index);
-5. the publisher's re-run bound (see :func:`_check_stream_bound`).
+5. the publisher's re-run bound (see :func:`_check_stream_bound`);
+6. the runbook's redrive of the consumer DLQ on day 13 of its 14 (what it
+   holds, plus a redundant copy of every event that took effect): every event
+   then took effect exactly once, none twice (docs/seams.md, Windows).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 from hypothesis import example, given, settings
@@ -41,7 +44,7 @@ from dynamodb_outbox.envelope import (
     InvalidEnvelope,
     pending_shard,
 )
-from dynamodb_outbox.local import STREAM_RETENTION_SECONDS
+from dynamodb_outbox.local import STREAM_RETENTION_SECONDS, toolkit_follows
 from dynamodb_outbox.writer import Condition, OutboxWriter, TransactionCancelled
 from tests.reliability.campaign import CAMPAIGN, MIN_EVENTS
 from tests.reliability.pipeline import (
@@ -152,6 +155,8 @@ class Outcome:
     cancelled: set[str]
     poison_sks: set[str]
     poison_bodies: list[str]
+    #: event id -> the event as a consumer message body (a copy, for the redrive)
+    bodies: dict[str, str] = field(default_factory=dict)
 
 
 def _write(schedule: Schedule, p: Pipeline) -> Outcome:
@@ -168,6 +173,7 @@ def _write(schedule: Schedule, p: Pipeline) -> Outcome:
         writer.write(entity, envelopes, condition=Condition.item_absent())
         for envelope in envelopes:
             outcome.committed[envelope.id] = envelope.outbox_sk
+            outcome.bodies[envelope.id] = envelope.to_json()
             if rnd.randrange(100) < schedule.rates.get("consumer_exception", 0):
                 outcome.consumer_budget[envelope.id] = schedule.consumer_failures
                 p.plan.consumer_failures[envelope.id] = schedule.consumer_failures
@@ -281,6 +287,24 @@ def _check_stream_bound(p: Pipeline) -> tuple[int, int]:
     return redeliveries, max(deliveries.values(), default=0)
 
 
+#: The redrive comes on this day after the deployment started: within the 14 days
+#: a standard DLQ keeps every copy (counted from its first enqueue, which came
+#: after the start), and after the toolkit's former 7-day window.
+REDRIVE_DAY = 13
+
+
+def _redrive_on_the_dlqs_last_day(p: Pipeline, bodies: list[str]) -> dict[str, int]:
+    """Move ``bodies`` back to the consumer queue on day 13, faults off; the ledger after."""
+    p.plan.enabled = False
+    p.clock.advance_to(p.started_at + REDRIVE_DAY * 86400)
+    with toolkit_follows(p.clock):
+        for body in bodies:
+            p.sqs.send_message(QueueUrl=p.queue_url, MessageBody=body)
+        p.consumer.drain(max_invocations=20_000)
+    assert p.queue_depth(p.queue_url) == 0
+    return p.ledger()
+
+
 def _check(schedule: Schedule, p: Pipeline, outcome: Outcome) -> Counter[str]:
     ledger = p.ledger()
     dlq_bodies = p.take_all(p.dlq_url)
@@ -338,6 +362,15 @@ def _check(schedule: Schedule, p: Pipeline, outcome: Outcome) -> Counter[str]:
     # 5. the re-run bound
     redeliveries, most = _check_stream_bound(p)
     CAMPAIGN.maximum("max deliveries of one stream record", most)
+    # 6. the redrive on the DLQ's last day: what the DLQ holds, plus a redundant
+    # copy of every event that took effect (any of them may have one there)
+    redriven = [body for body in dlq_bodies if body not in outcome.poison_bodies]
+    redriven += [outcome.bodies[event_id] for event_id, count in ledger.items() if count == 1]
+    after_redrive = _redrive_on_the_dlqs_last_day(p, redriven)
+    assert all(count == 1 for count in after_redrive.values()), {
+        k: v for k, v in after_redrive.items() if v != 1
+    }
+    assert set(dlq_events) <= set(after_redrive), set(dlq_events) - set(after_redrive)
 
     processed = sum(1 for count in ledger.values() if count == 1)
     return Counter(
@@ -361,6 +394,7 @@ def _check(schedule: Schedule, p: Pipeline, outcome: Outcome) -> Counter[str]:
             "duplicates absorbed by the consumer": p.consumer.stats.messages_deleted - processed,
             "sweeper runs crashed": p.sweeper_crashes,
             "losses": len(lost),
+            "copies redriven on day 13, none applied twice": len(redriven),
         }
     )
 

@@ -279,17 +279,17 @@ run "billing_and_audit_consumers_on_eventbridge" {
             && one(s.condition).test == "ArnEquals"
             && one(s.condition).variable == "aws:SourceArn"
             && toset(one(s.condition).values) == toset([aws_cloudwatch_event_rule.consumer[k].arn])
-          )
+          ) if s.sid != "NoOtherSender"
         ]
       ]
     ]))
-    error_message = "The queue and DLQ policies must allow only events.amazonaws.com to SendMessage, with aws:SourceArn = the consumer's rule."
+    error_message = "The queue and DLQ policies must allow only events.amazonaws.com to SendMessage, with aws:SourceArn = the consumer's rule (their Deny: trust_boundaries.tftest.hcl)."
   }
 
   assert {
     condition = (
-      one(data.aws_iam_policy_document.consumer_queue["billing"].statement).resources == toset([aws_sqs_queue.consumer["billing"].arn])
-      && one(data.aws_iam_policy_document.consumer_dlq["billing"].statement).resources == toset([aws_sqs_queue.consumer_dlq["billing"].arn])
+      alltrue([for s in data.aws_iam_policy_document.consumer_queue["billing"].statement : s.resources == toset([aws_sqs_queue.consumer["billing"].arn])])
+      && alltrue([for s in data.aws_iam_policy_document.consumer_dlq["billing"].statement : s.resources == toset([aws_sqs_queue.consumer_dlq["billing"].arn])])
     )
     error_message = "Each policy must name its own queue."
   }
@@ -349,11 +349,13 @@ run "billing_and_audit_consumers_on_eventbridge" {
     condition = aws_lambda_function.consumer["audit"].environment[0].variables == tomap({
       OUTBOX_IDEMPOTENCY_TABLE                 = "orders-outbox-idempotency"
       OUTBOX_CONSUMER_NAME                     = "audit"
-      OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = "604800"
+      OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = "1728000"
       POWERTOOLS_SERVICE_NAME                  = "orders-outbox-audit"
       POWERTOOLS_METRICS_NAMESPACE             = "DynamoDBOutbox"
+      OUTBOX_PUBLISH_TO                        = "eventbridge"
+      OUTBOX_EVENT_BUS_ARN                     = "arn:aws:events:eu-west-1:111122223333:event-bus/orders-outbox"
     })
-    error_message = "The reference consumer's environment must name the idempotency table and the consumer (its key), and configure Powertools."
+    error_message = "The reference consumer's environment must name the idempotency table and the consumer (its key), the bus its messages must come from, and configure Powertools."
   }
 
   assert {
@@ -486,19 +488,27 @@ run "billing_and_audit_consumers_on_eventbridge" {
   # was run "outputs_describe_each_consumer"
   assert {
     condition = output.consumers["audit"] == {
-      queue_url                 = aws_sqs_queue.consumer["audit"].url
-      queue_arn                 = aws_sqs_queue.consumer["audit"].arn
-      dlq_url                   = aws_sqs_queue.consumer_dlq["audit"].url
-      dlq_arn                   = aws_sqs_queue.consumer_dlq["audit"].arn
-      rule_arn                  = aws_cloudwatch_event_rule.consumer["audit"].arn
-      subscription_arn          = null
-      event_source_mapping_uuid = aws_lambda_event_source_mapping.consumer["audit"].uuid
-      function_name             = "orders-outbox-audit-consumer"
-      function_arn              = aws_lambda_function.consumer["audit"].arn
-      role_arn                  = aws_iam_role.consumer["audit"].arn
-      log_group_name            = "/aws/lambda/orders-outbox-audit-consumer"
-      consumer_name             = "audit"
-      required_policy_json      = data.aws_iam_policy_document.consumer["audit"].json
+      queue_url                         = aws_sqs_queue.consumer["audit"].url
+      queue_arn                         = aws_sqs_queue.consumer["audit"].arn
+      dlq_url                           = aws_sqs_queue.consumer_dlq["audit"].url
+      dlq_arn                           = aws_sqs_queue.consumer_dlq["audit"].arn
+      rule_arn                          = aws_cloudwatch_event_rule.consumer["audit"].arn
+      subscription_arn                  = null
+      event_source_mapping_uuid         = aws_lambda_event_source_mapping.consumer["audit"].uuid
+      function_name                     = "orders-outbox-audit-consumer"
+      function_arn                      = aws_lambda_function.consumer["audit"].arn
+      role_arn                          = aws_iam_role.consumer["audit"].arn
+      log_group_name                    = "/aws/lambda/orders-outbox-audit-consumer"
+      consumer_name                     = "audit"
+      idempotency_expires_after_seconds = 1728000
+      environment = {
+        OUTBOX_CONSUMER_NAME                     = "audit"
+        OUTBOX_IDEMPOTENCY_TABLE                 = "orders-outbox-idempotency"
+        OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = "1728000"
+        OUTBOX_PUBLISH_TO                        = "eventbridge"
+        OUTBOX_EVENT_BUS_ARN                     = output.consumer_environment.OUTBOX_EVENT_BUS_ARN
+      }
+      required_policy_json = data.aws_iam_policy_document.consumer["audit"].json
     }
     error_message = "The consumers output must describe the reference consumer's resources."
   }
@@ -601,9 +611,9 @@ run "tuned_consumer_settings_reach_queue_mapping_and_target" {
     condition = (
       aws_lambda_function.consumer["audit"].timeout == 60
       && aws_lambda_function.consumer["audit"].memory_size == 512
-      && aws_lambda_function.consumer["audit"].environment[0].variables["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == "1213200"
+      && aws_lambda_function.consumer["audit"].environment[0].variables["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == "2509200"
     )
-    error_message = "Timeout and memory reach the function; idempotency records outlive the queue's retention plus the event age (1209600 + 3600)."
+    error_message = "Timeout and memory reach the function; idempotency records outlive every copy (modules/windows): stream 86400 + event age 3600 + DLQ 1209600 + the queue's 1209600 after a redrive."
   }
 }
 
@@ -784,7 +794,7 @@ run "sns_replaces_the_bus_with_a_topic_and_subscriptions" {
             && toset(one(s.principals).identifiers) == toset(["sns.amazonaws.com"])
             && one(s.condition).variable == "aws:SourceArn"
             && toset(one(s.condition).values) == toset([aws_sns_topic.this[0].arn])
-          )
+          ) if s.sid != "NoOtherSender"
         ]
       ]
     ]))
@@ -927,6 +937,13 @@ run "sns_fifo_creates_a_fifo_topic_and_per_consumer_fifo_queue_and_dlq" {
 run "sns_fifo_rejects_a_consumer_batch_size_above_10_and_a_stream_parallelization_factor_above_1" {
   command = plan
 
+  # The FIFO topic's ARN (its postcondition compares it with the one built from the name).
+  override_resource {
+    target          = aws_sns_topic.this[0]
+    override_during = plan
+    values          = { arn = "arn:aws:sns:eu-west-1:111122223333:orders-outbox.fifo" }
+  }
+
   variables {
     publish_to = "sns_fifo"
     # was run "sns_fifo_rejects_a_consumer_batch_size_above_10"
@@ -946,6 +963,13 @@ run "sns_fifo_rejects_a_consumer_batch_size_above_10_and_a_stream_parallelizatio
 
 run "sns_fifo_rejects_a_consumer_batching_window" {
   command = plan
+
+  # The FIFO topic's ARN (its postcondition compares it with the one built from the name).
+  override_resource {
+    target          = aws_sns_topic.this[0]
+    override_during = plan
+    values          = { arn = "arn:aws:sns:eu-west-1:111122223333:orders-outbox.fifo" }
+  }
 
   variables {
     publish_to = "sns_fifo"
@@ -1139,9 +1163,9 @@ run "archive_and_dashboard_can_be_turned_off" {
       && length(aws_cloudwatch_dashboard.this) == 0
       && output.event_archive_name == null
       && output.dashboard_name == null
-      && aws_lambda_function.consumer["audit"].environment[0].variables["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == "604800"
+      && aws_lambda_function.consumer["audit"].environment[0].variables["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == "1728000"
     )
-    error_message = "enabled = false creates no archive and no dashboard."
+    error_message = "enabled = false creates no archive and no dashboard (the window is then the copies' 20 days)."
   }
 }
 

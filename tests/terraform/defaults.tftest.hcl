@@ -255,7 +255,7 @@ run "defaults_are_safe" {
 
   assert {
     condition = { for s in data.aws_iam_policy_document.publisher.statement : s.sid => s.actions } == {
-      ReadOutboxStream       = toset(["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"])
+      ReadOutboxStream       = toset(["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"])
       DeletePublishedItems   = toset(["dynamodb:BatchWriteItem"])
       QuarantinePoisonItems  = toset(["dynamodb:UpdateItem"])
       PublishEvents          = toset(["events:PutEvents"])

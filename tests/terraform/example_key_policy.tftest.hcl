@@ -98,7 +98,7 @@ run "every_service_statement_that_uses_the_key_is_held_to_this_stack" {
       }
       SNSSendsToConsumerQueues = {
         "StringEquals aws:SourceAccount" = toset(["111122223333"])
-        "ArnEquals aws:SourceArn"        = toset(["arn:aws:sns:eu-west-1:111122223333:orders-outbox"])
+        "ArnEquals aws:SourceArn"        = toset(["arn:aws:sns:eu-west-1:111122223333:orders-outbox", "arn:aws:sns:eu-west-1:111122223333:orders-outbox.fifo"])
       }
     }
     error_message = "Each service statement that can use the key must name this account and this stack's bus, rules, topic or log groups."

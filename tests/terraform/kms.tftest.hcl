@@ -128,13 +128,13 @@ run "eventbridge_every_resource_gets_the_key" {
         "StringEquals kms:ViaService" = toset(["dynamodb.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com", "lambda.eu-west-1.amazonaws.com"])
       }
       && { for c in one([for s in data.aws_iam_policy_document.sweeper[0].statement : s.condition if s.sid == "UseEncryptionKeys"]) : "${c.test} ${c.variable}" => toset(c.values) } == {
-        "StringEquals kms:ViaService" = toset(["dynamodb.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com", "lambda.eu-west-1.amazonaws.com"])
+        "StringEquals kms:ViaService" = toset(["dynamodb.eu-west-1.amazonaws.com", "lambda.eu-west-1.amazonaws.com"])
       }
       && { for c in one([for s in data.aws_iam_policy_document.consumer["audit"].statement : s.condition if s.sid == "DecryptQueueMessages"]) : "${c.test} ${c.variable}" => toset(c.values) } == {
         "StringEquals kms:ViaService" = toset(["sqs.eu-west-1.amazonaws.com", "lambda.eu-west-1.amazonaws.com"])
       }
     )
-    error_message = "The roles may use the key only through the services that need it (kms:ViaService): DynamoDB, SQS and Lambda for the publisher and sweeper, SQS and Lambda for a consumer."
+    error_message = "The roles may use the key only through the services that need it (kms:ViaService): DynamoDB, SQS and Lambda for the publisher, DynamoDB and Lambda for the sweeper (it sends to no queue), SQS and Lambda for a consumer."
   }
 }
 

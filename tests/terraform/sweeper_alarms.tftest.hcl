@@ -129,14 +129,13 @@ run "default_sweeper_index_function_iam_and_schedule" {
       OUTBOX_PUBLISH_TO              = "eventbridge"
       OUTBOX_EVENT_BUS_NAME          = "orders-outbox"
       OUTBOX_PENDING_INDEX           = "outbox-pending"
-      OUTBOX_PENDING_SHARDS          = "8"
       OUTBOX_SWEEPER_MIN_AGE_SECONDS = "300"
       OUTBOX_SWEEPER_MAX_ITEMS       = "1000"
       POWERTOOLS_SERVICE_NAME        = "orders-outbox-sweeper"
       POWERTOOLS_METRICS_NAMESPACE   = "DynamoDBOutbox"
       LOG_LEVEL                      = "INFO"
     })
-    error_message = "The sweeper's environment must name the table and its keys, sink, index, shards, min age and max items, and configure Powertools."
+    error_message = "The sweeper's environment must name the table and its keys, sink, index, min age and max items, and configure Powertools (no shard count: the package's is the only one)."
   }
 
   assert {
@@ -247,17 +246,20 @@ run "default_sweeper_index_function_iam_and_schedule" {
   assert {
     condition = (
       one(data.aws_iam_policy_document.sweeper_schedule[0].statement).actions == toset(["lambda:InvokeFunction"])
-      && one(data.aws_iam_policy_document.sweeper_schedule[0].statement).resources == toset([aws_lambda_function.sweeper[0].arn])
+      && one(data.aws_iam_policy_document.sweeper_schedule[0].statement).resources == toset(["arn:aws:lambda:eu-west-1:111122223333:function:orders-outbox-sweeper"])
     )
-    error_message = "The schedule's role may only invoke the sweeper."
+    error_message = "The schedule's role may only invoke the sweeper, named by an ARN built from values known at plan (not the function's `arn`, which defers the document to apply whenever the function changes)."
   }
 
   assert {
     condition = (
       one(one(data.aws_iam_policy_document.sweeper_schedule_assume_role[0].statement).principals).identifiers == toset(["scheduler.amazonaws.com"])
-      && one(one(data.aws_iam_policy_document.sweeper_schedule_assume_role[0].statement).condition).values == tolist(["111122223333"])
+      && { for c in one(data.aws_iam_policy_document.sweeper_schedule_assume_role[0].statement).condition : "${c.test} ${c.variable}" => c.values } == {
+        "StringEquals aws:SourceAccount" = tolist(["111122223333"])
+        "ArnEquals aws:SourceArn"        = tolist(["arn:aws:scheduler:eu-west-1:111122223333:schedule-group/default"])
+      }
     )
-    error_message = "Only EventBridge Scheduler, for schedules of this account, may assume the schedule's role."
+    error_message = "Only EventBridge Scheduler, for schedules of this account's schedule group the sweeper's is in (aws:SourceAccount and aws:SourceArn), may assume the schedule's role."
   }
 
   assert {
@@ -1038,3 +1040,42 @@ run "ec2_and_lambda_alarm_actions_are_accepted" {
   }
 }
 
+
+run "publisher_and_sweeper_on_the_ordered_path_may_query_a_partitions_pending_sequences_only" {
+  command = plan
+
+  variables {
+    publish_to = "sns_fifo"
+  }
+
+  override_resource {
+    target          = aws_sns_topic.this[0]
+    override_during = plan
+    values          = { arn = "arn:aws:sns:eu-west-1:111122223333:orders-outbox.fifo" }
+  }
+
+  assert {
+    condition = alltrue([
+      for statements in [data.aws_iam_policy_document.sweeper[0].statement, data.aws_iam_policy_document.publisher.statement] : (
+        one([for s in statements : s.actions if s.sid == "QueryPendingSequences"]) == toset(["dynamodb:Query"])
+        && one([for s in statements : s.resources if s.sid == "QueryPendingSequences"]) == toset([local.table_arn])
+        && { for c in one([for s in statements : s.condition if s.sid == "QueryPendingSequences"]) : c.variable => [c.test, toset(c.values)] } == {
+          "dynamodb:Attributes" = ["ForAllValues:StringEquals", toset(["PK", "SK", "outbox_subject", "outbox_sequence", "outbox_status", "outbox_pending_shard"])]
+          "dynamodb:Select"     = ["StringEqualsIfExists", toset(["SPECIFIC_ATTRIBUTES"])]
+        }
+      )
+    ])
+    error_message = "On the ordered path the publisher and the sweeper may Query the table for the keys and the sequence attributes only (subject_sequences.py)."
+  }
+}
+
+run "publisher_and_sweeper_off_the_ordered_path_have_no_query_on_the_table" {
+  command = plan
+
+  assert {
+    condition = length([
+      for s in concat(data.aws_iam_policy_document.sweeper[0].statement, data.aws_iam_policy_document.publisher.statement) : s if s.sid == "QueryPendingSequences"
+    ]) == 0
+    error_message = "Without publish_to = \"sns_fifo\" neither the publisher nor the sweeper reads a partition of the table."
+  }
+}

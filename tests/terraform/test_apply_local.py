@@ -299,14 +299,34 @@ def test_consumer_queue_policies_let_only_the_rule_send(
         QueueUrl=consumer[f"{queue}_url"], AttributeNames=["Policy"]
     )["Attributes"]
 
-    statements = json.loads(attributes["Policy"])["Statement"]
-    assert len(statements) == 1
-    statement = statements[0]
-    assert statement["Effect"] == "Allow"
-    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
-    assert _as_list(statement["Action"]) == ["sqs:SendMessage"]
-    assert _as_list(statement["Resource"]) == [consumer[f"{queue}_arn"]]
-    assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": consumer["rule_arn"]}}
+    statements = {s["Effect"]: s for s in json.loads(attributes["Policy"])["Statement"]}
+    assert statements.keys() == {"Allow", "Deny"}
+    allow, deny = statements["Allow"], statements["Deny"]
+    assert allow["Principal"] == {"Service": "events.amazonaws.com"}
+    assert _as_list(allow["Action"]) == ["sqs:SendMessage"]
+    assert _as_list(allow["Resource"]) == [consumer[f"{queue}_arn"]]
+    assert allow["Condition"] == {"ArnEquals": {"aws:SourceArn": consumer["rule_arn"]}}
+    # Every IAM principal is refused (examples/local names no operator); AWS
+    # services are left to the Allow.
+    assert deny["Principal"] in ("*", {"AWS": "*"})
+    assert _as_list(deny["Action"]) == ["sqs:SendMessage"]
+    assert deny["Condition"] == {"BoolIfExists": {"aws:PrincipalIsAWSService": "false"}}
+
+
+def test_the_bus_admits_only_the_publisher_and_sweeper(
+    aws_client: Callable[[str], Any], outputs: dict[str, Any]
+) -> None:
+    policy = json.loads(
+        aws_client("events").describe_event_bus(Name=outputs["event_bus_name"])["Policy"]
+    )
+    statements = {s["Effect"]: s for s in policy["Statement"]}
+    admitted = sorted(_as_list(statements["Allow"]["Principal"]["AWS"]))
+    publisher = outputs["publisher_role_arn"]
+    sweeper = publisher.removesuffix("-publisher") + "-sweeper"
+    assert admitted == sorted([publisher, sweeper])
+    deny = statements["Deny"]["Condition"]
+    assert sorted(_as_list(deny["ArnNotLike"]["aws:PrincipalArn"])) == admitted
+    assert deny["BoolIfExists"] == {"aws:PrincipalIsAWSService": "false"}
 
 
 def test_consumer_rule_matches_the_event_source_and_targets_the_queue_with_dlq_and_retries(
@@ -378,12 +398,20 @@ def test_reference_consumer_runs_the_bundled_handler_with_its_own_scoped_role(
     assert config["Handler"] == "dynamodb_outbox.reference_consumer.handler"
     assert config["Timeout"] == CONSUMER_FUNCTION_TIMEOUT_SECONDS
     assert config["Role"] == consumer["role_arn"]
+    # The window modules/windows derives (tests/terraform/windows.tftest.hcl pins
+    # it), the same the output gives a caller's own function.
+    assert consumer["environment"]["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == str(
+        consumer["idempotency_expires_after_seconds"]
+    )
     assert config["Environment"]["Variables"] == {
+        **consumer["environment"],
         "OUTBOX_IDEMPOTENCY_TABLE": outputs["idempotency_table_name"],
         "OUTBOX_CONSUMER_NAME": CONSUMER,
-        "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS": "604800",
+        "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS": "1728000",
         "POWERTOOLS_SERVICE_NAME": f"outbox-local-{CONSUMER}",
         "POWERTOOLS_METRICS_NAMESPACE": "DynamoDBOutbox",
+        "OUTBOX_PUBLISH_TO": "eventbridge",
+        "OUTBOX_EVENT_BUS_ARN": outputs["event_bus_arn"],
     }
     assert len(policy_names) == 1
     resources = {s["Sid"]: _as_list(s["Resource"]) for s in document["Statement"]}
@@ -674,6 +702,53 @@ def test_second_plan_has_no_changes(local_stack: Any, tf_cli_config: Path) -> No
     )
 
     assert result.returncode == 0, describe(result)
+
+
+def test_a_changing_sweeper_leaves_its_schedule_policy_alone(
+    local_stack: Any, tf_cli_config: Path, tmp_path: Path
+) -> None:
+    """A plan that replaces the sweeper function does not touch the schedule's role policy.
+
+    Were the policy built from the function's `arn` attribute, Terraform would
+    defer its document to apply whenever the function has changes, and the
+    plan would show the policy losing its statement (issue 26).
+    """
+    runner = local_stack.terraform
+    env = {
+        **os.environ,
+        "TF_DATA_DIR": str(runner.work_dir),
+        "TF_CLI_CONFIG_FILE": str(tf_cli_config),
+    }
+    plan_file = tmp_path / "replace-sweeper.tfplan"
+    sweeper = "module.outbox.aws_lambda_function.sweeper[0]"
+    policy = "module.outbox.aws_iam_role_policy.sweeper_schedule[0]"
+
+    plan = run_terraform(
+        [
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-lock=false",
+            "-refresh=false",
+            f"-replace={sweeper}",
+            f"-state={runner.state_path}",
+            f"-out={plan_file}",
+        ],
+        cwd=Path(runner.module_dir),
+        env=env,
+    )
+    assert plan.returncode == 0, describe(plan)
+    show = run_terraform(
+        ["show", "-json", "-no-color", str(plan_file)], cwd=Path(runner.module_dir), env=env
+    )
+    assert show.returncode == 0, describe(show)
+    actions = {
+        change["address"]: change["change"]["actions"]
+        for change in json.loads(show.stdout)["resource_changes"]
+    }
+
+    assert actions[sweeper] == ["delete", "create"], actions[sweeper]
+    assert actions[policy] == ["no-op"], plan.stdout
 
 
 def attached_policies(iam: Any, role_name: str) -> list[str]:

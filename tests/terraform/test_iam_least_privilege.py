@@ -6,10 +6,11 @@ inline and attached policies are fetched and checked against an allow-list per
 role derived from the code that runs with it:
 
 - publisher (dynamodb_outbox.publisher): the stream mapping reads the stream
-  (DescribeStream, GetRecords, GetShardIterator, ListStreams) and sends failed
+  (DescribeStream, GetRecords, GetShardIterator) and sends failed
   batch records to the on-failure queue (sqs:SendMessage); the handler publishes
   (events:PutEvents, or sns:Publish for PublishBatch), deletes published items
-  (BatchWriteItem) and quarantines poison items (UpdateItem);
+  (BatchWriteItem) and quarantines poison items (UpdateItem); on the ordered
+  path it reads a partition's pending sequences (Query, subject_sequences.py);
 - sweeper (dynamodb_outbox.sweeper): Query on the pending index, BatchGetItem,
   then the publisher's publish, BatchWriteItem and UpdateItem;
 - reference consumer (dynamodb_outbox.reference_consumer, consumer, ledger):
@@ -40,7 +41,6 @@ STREAM_READ = {
     "dynamodb:DescribeStream",
     "dynamodb:GetRecords",
     "dynamodb:GetShardIterator",
-    "dynamodb:ListStreams",
 }
 
 # role kind -> (allowed actions, actions that must be granted)
@@ -52,6 +52,7 @@ ALLOWED: dict[str, tuple[set[str], set[str]]] = {
         | {
             "dynamodb:BatchWriteItem",
             "dynamodb:UpdateItem",
+            "dynamodb:Query",  # publish_to = "sns_fifo" only: a partition's pending sequences
             "sqs:SendMessage",
             "kms:Decrypt",
             "kms:GenerateDataKey",

@@ -176,6 +176,22 @@ CASES: dict[str, Case] = {
         ("The table.partition_key must be an attribute name of 1 to 255 characters",),
         name_consumers=False,
     ),
+    "iam_role_path_without_slashes": Case(
+        'iam_role_path = "app/outbox"',
+        ('The iam_role_path must be "/" or start and end with "/"', 'got "app/outbox"'),
+        name_consumers=False,
+    ),
+    "iam_role_name_prefix_with_a_slash": Case(
+        'iam_role_name_prefix = "acme/"',
+        ("The iam_role_name_prefix must be at most 32 characters", 'got "acme/"'),
+        name_consumers=False,
+    ),
+    "vpc_subnet_not_an_id": Case(
+        'vpc_config = { subnet_ids = ["subnet-0123456789abcdef0", "private-a"], '
+        'security_group_ids = ["sg-0123456789abcdef0"] }',
+        ("The vpc_config.subnet_ids must hold 1 to 16 subnet IDs", 'malformed: "private-a".'),
+        name_consumers=False,
+    ),
     "alarm_action_not_an_arn": Case(
         'alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:ok", "oncall"] }',
         ('Malformed ARN in alarms.actions or alarms.ok_actions: "oncall".',),

@@ -58,6 +58,8 @@ def test_zip_ships_the_handlers_and_python_ulid_not_the_local_runtime_or_bytecod
         f"python_ulid-{ulid_version}.dist-info/licenses/LICENSE",
     ]
     assert not [n for n in names if n.startswith("dynamodb_outbox/local/")]
+    assert not [n for n in names if n.startswith("dynamodb_outbox/testing/")]
+    assert "dynamodb_outbox/routing.py" in names  # the consumer imports it
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 

@@ -181,6 +181,23 @@ def test_consumer_name_comes_from_the_argument_then_the_environment(
     assert OutboxConsumer(persistence_store=store).name == "from-env"
 
 
+def test_a_name_in_code_that_differs_from_the_environments_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The module sets OUTBOX_CONSUMER_NAME to the consumer's key and grants the
+    # function idempotency#<key>#* only: another name would be denied on AWS.
+    from dynamodb_outbox.settings import ConfigurationError
+
+    monkeypatch.setenv("OUTBOX_CONSUMER_NAME", "billing")
+    store: Any = UntouchableStore()
+    with pytest.raises(
+        ConfigurationError, match="'biling' in code but OUTBOX_CONSUMER_NAME='billing'"
+    ):
+        OutboxConsumer(persistence_store=store, name="biling")
+    assert OutboxConsumer(persistence_store=store, name="billing").name == "billing"
+    assert OutboxConsumer(persistence_store=store).name == "billing"
+
+
 def test_consumer_without_any_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
     monkeypatch.delenv("OUTBOX_CONSUMER_NAME", raising=False)

@@ -109,7 +109,7 @@ def test_settings_are_read_from_the_environment() -> None:
             "OUTBOX_PUBLISH_TO": "sns",
             "OUTBOX_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:outbox",
             "OUTBOX_PENDING_INDEX": "pending",
-            "OUTBOX_PENDING_SHARDS": "16",
+            "OUTBOX_PENDING_SHARDS": "8",
             "OUTBOX_SWEEPER_MIN_AGE_SECONDS": "600",
             "OUTBOX_SWEEPER_MAX_ITEMS": "50",
         },
@@ -119,7 +119,7 @@ def test_settings_are_read_from_the_environment() -> None:
     assert isinstance(runtime.sink, SnsSink)
     assert (runtime.index_name, runtime.shards, runtime.min_age_seconds, runtime.max_items) == (
         "pending",
-        16,
+        8,
         600,
         50,
     )
@@ -129,6 +129,7 @@ def test_settings_are_read_from_the_environment() -> None:
     ("name", "value"),
     [
         ("OUTBOX_PENDING_SHARDS", "0"),
+        ("OUTBOX_PENDING_SHARDS", "16"),
         ("OUTBOX_PENDING_SHARDS", "101"),
         ("OUTBOX_PENDING_SHARDS", "eight"),
         ("OUTBOX_SWEEPER_MIN_AGE_SECONDS", "-5"),

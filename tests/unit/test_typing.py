@@ -88,7 +88,7 @@ def test_the_package_exports_the_names_application_code_uses_lazily() -> None:
     ).stdout
     assert output.split() == ["dynamodb_outbox.consumer", "dynamodb_outbox.writer", "[]"]
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
-        dynamodb_outbox.Nope  # noqa: B018
+        dynamodb_outbox.Nope  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_py_typed_ships_in_the_package_the_zip_and_the_layer() -> None:
@@ -100,3 +100,44 @@ def test_py_typed_ships_in_the_package_the_zip_and_the_layer() -> None:
     ):
         with zipfile.ZipFile(REPO / "package" / name) as archive:
             assert path in archive.namelist(), name
+
+
+def test_a_misspelt_name_imported_from_the_package_fails_type_checking() -> None:
+    # The package loads its names lazily (PEP 562 __getattr__); type checkers
+    # see its TYPE_CHECKING imports instead, so a typo is an error there too.
+    path = TYPING_DIR / "wrong_name.py"
+    errors = run_mypy(path)
+    assert len(errors) == 1, errors
+    typo = r':3: error: Module "dynamodb_outbox" has no attribute "OutboxWritter"'
+    assert re.search(typo, errors[0]), errors
+
+
+SERVICE_DIR = REPO / "examples" / "service"
+
+
+def _readme_testing_files(target: Path) -> list[Path]:
+    from tests.functional.test_testing_kit_outside_the_project import readme_testing_files
+
+    written = []
+    for name, text in readme_testing_files().items():
+        (target / name).write_text(text, encoding="utf-8")
+        written.append(target / name)
+    return written
+
+
+def test_a_user_project_and_the_readmes_tests_pass_mypy_strict(tmp_path: Path) -> None:
+    # examples/service (a producer, two consumers, their tests on the testing
+    # kit) and the README's testing files, typed as a team types them: the
+    # handlers take Powertools' LambdaContext, the tests pass the kit's.
+    readme_files = _readme_testing_files(tmp_path)
+    search_path = [str(LAMBDA_DIR), str(SERVICE_DIR), str(tmp_path)]
+    environment = {**os.environ, "MYPYPATH": os.pathsep.join(search_path)}
+    completed = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--python-version", "3.11",
+         "--cache-dir", str(REPO / ".mypy_cache"), "--explicit-package-bases",
+         str(SERVICE_DIR / "orders_service"), *map(str, SERVICE_DIR.glob("tests/*.py")),
+         *map(str, readme_files)],
+        cwd=REPO, env=environment, capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout[-4000:] + completed.stderr[-2000:]
+    assert "Success: no issues found" in completed.stdout

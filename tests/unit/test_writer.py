@@ -22,7 +22,14 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from dynamodb_outbox import writer as writer_module
-from dynamodb_outbox.envelope import Envelope, InvalidEnvelope, outbox_item, pending_shard
+from dynamodb_outbox.envelope import (
+    DEFAULT_PENDING_SHARDS,
+    Envelope,
+    InvalidEnvelope,
+    outbox_item,
+    pending_shard,
+)
+from dynamodb_outbox.sinks import rules_for
 from dynamodb_outbox.writer import (
     MAX_ITEM_BYTES,
     MAX_TRANSACTION_ACTIONS,
@@ -224,8 +231,8 @@ def test_write_sends_one_transaction_with_the_entity_put_then_one_outbox_put_per
 def test_outbox_items_follow_the_envelope_contract_in_the_entity_partition(
     client: RecordingClient,
 ) -> None:
-    # GIVEN a writer configured with 4 pending shards
-    writer = OutboxWriter(TABLE, client, pending_shards=4)
+    # GIVEN a writer (the pending shards are the package's, the sweeper's)
+    writer = OutboxWriter(TABLE, client)
     placed = event()
 
     # WHEN an event is written with the order
@@ -233,8 +240,8 @@ def test_outbox_items_follow_the_envelope_contract_in_the_entity_partition(
 
     # THEN its item is exactly the envelope module's outbox item, in the order's partition
     item = client.items[1]["Put"]["Item"]
-    assert item == outbox_item("ORDER#1", placed, pending_shards=4)
-    assert item["outbox_pending_shard"] == {"S": pending_shard(placed.id, 4)}
+    assert item == outbox_item("ORDER#1", placed)
+    assert item["outbox_pending_shard"] == {"S": pending_shard(placed.id, DEFAULT_PENDING_SHARDS)}
     assert Envelope.from_json(item["envelope"]["S"]) == placed
 
 
@@ -510,10 +517,17 @@ def test_write_events_requires_an_event(writer: OutboxWriter) -> None:
         writer.write_events("ORDER#1", [])
 
 
-@pytest.mark.parametrize("shards", [0, 101, True])
-def test_pending_shards_outside_1_to_100_are_refused(shards: int) -> None:
-    with pytest.raises(InvalidWrite, match="pending_shards"):
+@pytest.mark.parametrize("shards", [0, 1, 4, 16, 100, 101])
+def test_a_writer_with_shards_the_sweeper_never_reads_is_refused(shards: int) -> None:
+    """The sweeper reads DEFAULT_PENDING_SHARDS shards: any other count would hide items."""
+    with pytest.raises(InvalidWrite, match=r"pending_shards .*the sweeper"):
         OutboxWriter(TABLE, RecordingClient(), pending_shards=shards)
+
+
+def test_a_writer_given_the_sweepers_shard_count_is_accepted() -> None:
+    writer = OutboxWriter(TABLE, RecordingClient(), pending_shards=DEFAULT_PENDING_SHARDS)
+
+    assert writer.pending_shards == DEFAULT_PENDING_SHARDS
 
 
 # ------------------------------------------------------------------------ events
@@ -1041,3 +1055,37 @@ def test_importing_the_writer_loads_no_heavy_dependency() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(output) == []
+
+
+# ------------------------------------------------------------------------ settings
+
+
+def test_a_writer_from_the_modules_writer_environment_has_its_table_keys_and_sink() -> None:
+    writer = OutboxWriter.from_environment(
+        {
+            "OUTBOX_TABLE_NAME": "orders-outbox",
+            "OUTBOX_PARTITION_KEY": "pk",
+            "OUTBOX_SORT_KEY": "sk",
+            "OUTBOX_PUBLISH_TO": "sns_fifo",
+        },
+        RecordingClient(),
+    )
+
+    assert writer.table_name == "orders-outbox"
+    assert writer.table_keys.names == ("pk", "sk")
+    assert writer.sink_rules is rules_for("sns_fifo")
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({}, "OUTBOX_TABLE_NAME"),
+        ({"OUTBOX_TABLE_NAME": "t", "OUTBOX_PUBLISH_TO": "kinesis"}, "kinesis"),
+        ({"OUTBOX_TABLE_NAME": "t", "OUTBOX_PARTITION_KEY": "envelope"}, "OUTBOX_PARTITION_KEY"),
+    ],
+)
+def test_a_writer_environment_missing_or_wrong_is_refused_naming_it(
+    environ: dict[str, str], named: str
+) -> None:
+    with pytest.raises(InvalidWrite, match=named):
+        OutboxWriter.from_environment(environ, RecordingClient())

@@ -58,6 +58,7 @@ from .results import (
 from .runtime import LocalRuntime
 from .sqs_mapping import QueueSettings, SqsMapping
 from .stream_mapping import STREAM_RETENTION_SECONDS, StreamMapping
+from .toolkit_clock import toolkit_follows
 
 __all__ = [
     "PAYLOAD_LIMIT_BYTES",
@@ -84,4 +85,5 @@ __all__ = [
     "mapping_config",
     "read_mappings",
     "stream_records_follow",
+    "toolkit_follows",
 ]

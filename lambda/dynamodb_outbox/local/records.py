@@ -54,8 +54,12 @@ _STREAM_ARN: Final = (
 
 
 def eventbridge_body(envelope: Envelope, *, detail_type: str | None = None) -> str:
-    """The body an SQS target of an EventBridge rule receives: the whole event."""
-    return json.dumps(
+    """The body an SQS target of an EventBridge rule receives: the whole event.
+
+    ``detail`` is the envelope's own JSON (:meth:`Envelope.to_json`), so data
+    holding ``Decimal`` keeps its exact digits, as on the bus.
+    """
+    wrapper = json.dumps(
         {
             "version": "0",
             "id": str(uuid.uuid4()),
@@ -65,9 +69,11 @@ def eventbridge_body(envelope: Envelope, *, detail_type: str | None = None) -> s
             "time": envelope.time,
             "region": REGION,
             "resources": [],
-            "detail": envelope.to_dict(),
+            "detail": None,
         }
     )
+    # "detail" is the last key: put the envelope's JSON where json.dumps wrote null.
+    return f"{wrapper.removesuffix('null}')}{envelope.to_json()}}}"
 
 
 def sns_raw_body(envelope: Envelope) -> str:

@@ -36,7 +36,7 @@ from dynamodb_outbox.ops.common import (
     explain,
     utc_now,
 )
-from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX, MAX_PENDING_SHARDS
+from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
 from dynamodb_outbox.settings import (
     ENV_PARTITION_KEY,
     ENV_PENDING_INDEX,
@@ -44,7 +44,7 @@ from dynamodb_outbox.settings import (
     ENV_SORT_KEY,
     ENV_TABLE_NAME,
     ConfigurationError,
-    integer_env,
+    pending_shards_from_environment,
 )
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, InvalidTableKeys, TableKeys
 
@@ -59,9 +59,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _pending_shards_from_environment() -> int:
-    return integer_env(
-        os.environ, ENV_PENDING_SHARDS, DEFAULT_PENDING_SHARDS, 1, MAX_PENDING_SHARDS
-    )
+    return pending_shards_from_environment(os.environ)
 
 
 def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -106,8 +104,8 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         "--pending-shards",
         type=int,
         default=default(_pending_shards_from_environment()),
-        help=f"pending-index shards; must match the writers' (default: ${ENV_PENDING_SHARDS} "
-        f"or {DEFAULT_PENDING_SHARDS})",
+        help=f"pending-index shards: only {DEFAULT_PENDING_SHARDS}, the writers' (kept for "
+        f"scripts that pass it; ${ENV_PENDING_SHARDS} likewise)",
     )
     group.add_argument(
         "--partition-key",
@@ -225,9 +223,10 @@ def main(
     try:
         if not args.table and getattr(args, "needs_table", True):
             raise OpsError(f"pass --table or set {ENV_TABLE_NAME}", EXIT_BAD_INPUT)
-        if not 1 <= args.pending_shards <= 100:
+        if args.pending_shards != DEFAULT_PENDING_SHARDS:
             raise OpsError(
-                f"--pending-shards must be between 1 and 100, got {args.pending_shards}",
+                f"--pending-shards must be {DEFAULT_PENDING_SHARDS}, the shards writers use, "
+                f"got {args.pending_shards}",
                 EXIT_BAD_INPUT,
             )
         table_keys = _table_keys(args)

@@ -59,6 +59,16 @@ ARCHIVE_DELAY: Final = timedelta(minutes=10)
 _DONE: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
 
 
+def consumer_rule_name(name: str, consumer: str) -> str:
+    """The rule the module creates for ``consumer`` (main.tf ``consumer_names``)."""
+    return f"{name}-{consumer}-consumer"
+
+
+def archive_name_of(name: str) -> str:
+    """The archive the module creates for the stack ``name`` (bus.tf ``event_archive_name``)."""
+    return name
+
+
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "replay",
@@ -147,12 +157,12 @@ def run(ctx: Context, args: argparse.Namespace) -> Report:
     if args.poll_seconds < 0:
         raise bad_input(f"--poll-seconds must not be negative, got {args.poll_seconds}")
     events = ctx.client("events")
-    archive_name = args.archive or args.name
+    archive_name = args.archive or archive_name_of(args.name)
     archive = events.describe_archive(ArchiveName=archive_name)
     if archive.get("State") not in (None, "ENABLED"):
         raise OpsError(f"archive {archive_name} is {archive['State']}, not ENABLED")
     bus_arn = str(archive["EventSourceArn"])
-    rule = f"{args.name}-{args.consumer}-consumer"
+    rule = consumer_rule_name(args.name, args.consumer)
     rule_arn = _rule_arn(events, rule, bus_arn, args.consumer)
     try:
         name = replay_name(

@@ -89,6 +89,14 @@ mock_resource "aws_cloudwatch_event_bus" {
   }
 }
 
+# The topic of publish_to = "sns" with name = "orders-outbox": its policy names
+# the ARN built from the name, which the topic's postcondition compares with this.
+mock_resource "aws_sns_topic" {
+  defaults = {
+    arn = "arn:aws:sns:eu-west-1:111122223333:orders-outbox"
+  }
+}
+
 mock_resource "aws_sqs_queue" {
   defaults = {
     arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-publisher-on-failure"

@@ -1,0 +1,1 @@
+"""A small orders service on dynamodb-outbox: the producer (api), two consumers."""

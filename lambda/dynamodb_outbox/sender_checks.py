@@ -1,0 +1,271 @@
+"""Who sent a consumer's message: the checks that tell the outbox's events from forgeries.
+
+A consumer queue's policy admits only its rule (or the topic), and the bus and
+topic policies admit only the publisher and the sweeper (docs/threat-model.md).
+The toolkit checks again, on every body, what the module told it to expect,
+because a policy can be edited, a queue can be shared, and a forged
+``replay-name`` would otherwise make a consumer apply an event a second time.
+
+What the module tells a consumer (environment, names in
+:mod:`dynamodb_outbox.settings`; the module's ``consumer_environment`` output
+holds the same values for callers' own functions):
+
+* ``OUTBOX_PUBLISH_TO``: ``eventbridge``, ``sns`` or ``sns_fifo``, so the one
+  body shape that transport delivers;
+* ``OUTBOX_EVENT_BUS_ARN`` (EventBridge): the bus, whose account and region
+  every event must carry (an EventBridge event names its account and region,
+  never its bus: the queue policy's ``aws:SourceArn``, the consumer's rule on
+  that bus, is what ties a message to the bus);
+* ``OUTBOX_TOPIC_ARN`` (SNS): the topic; an SNS notification names its topic,
+  a raw delivery names nothing and is trusted as the queue policy trusts it.
+
+The checks, per transport:
+
+===================  =========================================================
+EventBridge          the body is an EventBridge event (``version``, ``id``,
+                     ``detail-type``, ``source``, ``account``, ``region``,
+                     ``detail``); ``account`` and ``region`` are the bus's;
+                     ``source`` is the envelope's (the publisher copies it);
+                     ``replay-name``, if any, is honoured, reprocessing
+                     included (EventBridge itself adds it to replayed events;
+                     a PutEvents caller sets only Source, DetailType, Detail,
+                     Resources and Time, never a top-level field).
+SNS                  the body is the envelope (raw delivery) or an SNS
+                     notification whose ``TopicArn`` is the topic; neither may
+                     carry ``replay-name``: SNS has no replays, so one there
+                     is forged.
+not configured       any of the three shapes, as before; ``replay-name`` never
+                     asks for reprocessing (a replay is deduplicated like any
+                     redelivery), and a non-EventBridge body carrying one is
+                     refused.
+===================  =========================================================
+
+A body that fails a check raises :class:`UntrustedSender` (an
+:class:`~dynamodb_outbox.envelope.InvalidEnvelope`): the consumer fails that
+message alone, counts it as ``UntrustedEvents`` and, after ``maxReceiveCount``
+receives, SQS moves it to the DLQ for a human; it is never processed.
+
+Standard library only: imported on every record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+from dynamodb_outbox.replays import REPLAY_NAME_FIELD
+from dynamodb_outbox.settings import (
+    ENV_EVENT_BUS_ARN,
+    ENV_PUBLISH_TO,
+    ENV_TOPIC_ARN,
+    ConfigurationError,
+)
+
+__all__ = [
+    "ANY_SENDER",
+    "EVENTBRIDGE",
+    "SNS",
+    "DeliveredEvent",
+    "ExpectedSender",
+    "UntrustedSender",
+    "expected_sender_from_environment",
+    "read_body",
+]
+
+EVENTBRIDGE: Final = "eventbridge"
+SNS: Final = "sns"
+# OUTBOX_PUBLISH_TO values (dynamodb_outbox.sinks) by the body shape they deliver.
+_TRANSPORTS: Final = {"eventbridge": EVENTBRIDGE, "sns": SNS, "sns_fifo": SNS}
+
+#: The fields of every event EventBridge delivers to a target ("Amazon EventBridge
+#: events" in the EventBridge User Guide): version, id, detail-type, source,
+#: account, time, region, resources, detail.
+_EVENTBRIDGE_FIELDS: Final = ("version", "id", "detail-type", "source", "account", "region")
+_SNS_NOTIFICATION: Final = "Notification"
+
+
+class UntrustedSender(InvalidEnvelope):
+    """The message is not what the module's bus or topic delivers; the reason says why."""
+
+
+@dataclass(frozen=True)
+class ExpectedSender:
+    """What a consumer's messages must show: the transport and the bus or topic."""
+
+    #: ``eventbridge``, ``sns``, or None when nothing was configured.
+    transport: str | None = None
+    #: The bus's or topic's ARN: ``arn:<partition>:<service>:<region>:<account>:...``.
+    arn: str | None = None
+
+    @classmethod
+    def eventbridge(cls, event_bus_arn: str) -> ExpectedSender:
+        return cls(EVENTBRIDGE, _checked_arn(event_bus_arn, "events", ENV_EVENT_BUS_ARN))
+
+    @classmethod
+    def sns(cls, topic_arn: str) -> ExpectedSender:
+        return cls(SNS, _checked_arn(topic_arn, "sns", ENV_TOPIC_ARN))
+
+    @property
+    def region(self) -> str | None:
+        return self.arn.split(":")[3] if self.arn else None
+
+    @property
+    def account(self) -> str | None:
+        return self.arn.split(":")[4] if self.arn else None
+
+
+#: Nothing configured: every shape accepted, no replay name honoured.
+ANY_SENDER: Final = ExpectedSender()
+
+
+@dataclass(frozen=True)
+class DeliveredEvent:
+    """A message's envelope and, on an EventBridge replay, the replay's name."""
+
+    envelope: Envelope
+    replay_name: str | None = None
+    #: Whether the replay name came from the expected bus, so may ask for
+    #: reprocessing. An unchecked one only ever makes the consumer more careful
+    #: (an old replayed event is skipped rather than run).
+    replay_checked: bool = False
+
+
+def expected_sender_from_environment(environ: Mapping[str, str] | None = None) -> ExpectedSender:
+    """The sender the module configured (``OUTBOX_PUBLISH_TO`` and its bus or topic).
+
+    :data:`ANY_SENDER` when ``OUTBOX_PUBLISH_TO`` is unset; raises
+    :class:`ConfigurationError` naming the variable when it is set and its bus
+    or topic is missing or malformed.
+    """
+    environ = os.environ if environ is None else environ
+    publish_to = environ.get(ENV_PUBLISH_TO, "").strip().lower()
+    if not publish_to:
+        return ANY_SENDER
+    transport = _TRANSPORTS.get(publish_to)
+    if transport is None:
+        raise ConfigurationError(
+            f"environment variable {ENV_PUBLISH_TO} must be one of {sorted(_TRANSPORTS)}, "
+            f"got {environ.get(ENV_PUBLISH_TO)!r}"
+        )
+    if transport == EVENTBRIDGE:
+        return ExpectedSender.eventbridge(environ.get(ENV_EVENT_BUS_ARN, ""))
+    return ExpectedSender.sns(environ.get(ENV_TOPIC_ARN, ""))
+
+
+def read_body(
+    body: object,
+    expected: ExpectedSender = ANY_SENDER,
+    *,
+    parse_float: Callable[[str], Any] = float,
+) -> DeliveredEvent:
+    """The envelope an SQS message body carries, checked against ``expected``.
+
+    Raises :class:`UntrustedSender` when the body is well formed but not what
+    ``expected`` delivers, :class:`InvalidEnvelope` when it is no outbox event.
+    """
+    data = _json_object(body, parse_float)
+    eventbridge_shaped = "detail-type" in data and "detail" in data
+    if expected.transport == EVENTBRIDGE:
+        if not eventbridge_shaped:
+            raise UntrustedSender(
+                "expected an EventBridge event from the outbox's bus, got another body shape"
+            )
+        return _from_eventbridge(data, expected)
+    if REPLAY_NAME_FIELD in data and not eventbridge_shaped:
+        raise UntrustedSender(
+            f"a {REPLAY_NAME_FIELD!r} field outside an EventBridge event: only EventBridge "
+            "replays carry one"
+        )
+    if expected.transport == SNS:
+        if eventbridge_shaped:
+            raise UntrustedSender(
+                "expected an SNS delivery from the outbox's topic, got an EventBridge event"
+            )
+        return DeliveredEvent(_from_sns(data, expected, parse_float))
+    # Not configured: the three shapes as before, and no replay name honoured.
+    if eventbridge_shaped:
+        return DeliveredEvent(_eventbridge_envelope(data), _replay_name(data))
+    return DeliveredEvent(_from_sns(data, expected, parse_float))
+
+
+def _json_object(body: object, parse_float: Callable[[str], Any]) -> Mapping[str, Any]:
+    if not isinstance(body, str | bytes):
+        raise InvalidEnvelope(f"message body must be a string, got {type(body).__name__}")
+    try:
+        data = json.loads(body, parse_float=parse_float)
+    except RecursionError:
+        raise InvalidEnvelope("message body nests too deep to be an outbox event") from None
+    except ValueError as exc:
+        raise InvalidEnvelope(f"message body is not valid JSON: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise InvalidEnvelope(f"message body must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _from_eventbridge(data: Mapping[str, Any], expected: ExpectedSender) -> DeliveredEvent:
+    missing = [name for name in _EVENTBRIDGE_FIELDS if not isinstance(data.get(name), str)]
+    if missing:
+        raise UntrustedSender(f"EventBridge event without {', '.join(missing)}")
+    for name, wanted in (("account", expected.account), ("region", expected.region)):
+        if data[name] != wanted:
+            raise UntrustedSender(
+                f"EventBridge event from {name} {data[name]!r}, not the outbox bus's {wanted!r}"
+            )
+    envelope = _eventbridge_envelope(data)
+    if data["source"] != envelope.source:
+        raise UntrustedSender(
+            f"EventBridge source {data['source']!r} is not the envelope's source "
+            f"{envelope.source!r}: the publisher always copies it"
+        )
+    return DeliveredEvent(envelope, _replay_name(data), replay_checked=True)
+
+
+def _replay_name(data: Mapping[str, Any]) -> str | None:
+    replay = data.get(REPLAY_NAME_FIELD)
+    if replay is not None and not (isinstance(replay, str) and replay):
+        raise UntrustedSender(f"EventBridge {REPLAY_NAME_FIELD!r} must be a non-empty string")
+    return replay
+
+
+def _eventbridge_envelope(data: Mapping[str, Any]) -> Envelope:
+    envelope = Envelope.from_dict(data["detail"])
+    # Rules route on detail-type. A mismatch means the producer broke the
+    # contract, and this queue may hold an event it never subscribed to:
+    # send it to the DLQ for a human rather than act on a guess.
+    if data["detail-type"] != envelope.type:
+        raise InvalidEnvelope(
+            f"EventBridge detail-type {data['detail-type']!r} does not match "
+            f"envelope type {envelope.type!r}"
+        )
+    return envelope
+
+
+def _from_sns(
+    data: Mapping[str, Any], expected: ExpectedSender, parse_float: Callable[[str], Any]
+) -> Envelope:
+    if data.get("Type") == _SNS_NOTIFICATION and "Message" in data:
+        # Without raw delivery: accepted so that forgetting raw_message_delivery
+        # on a subscription costs nothing; its TopicArn must be the topic.
+        if expected.arn is not None and data.get("TopicArn") != expected.arn:
+            raise UntrustedSender(
+                f"SNS notification from topic {data.get('TopicArn')!r}, not {expected.arn!r}"
+            )
+        message = data["Message"]
+        if not isinstance(message, str):
+            raise InvalidEnvelope("SNS notification 'Message' must be a string")
+        return Envelope.from_json(message, parse_float=parse_float)
+    return Envelope.from_dict(data)
+
+
+def _checked_arn(arn: str, service: str, variable: str) -> str:
+    parts = arn.split(":")
+    if len(parts) < 6 or parts[0] != "arn" or parts[2] != service or not parts[3] or not parts[4]:
+        raise ConfigurationError(
+            f"environment variable {variable} must be an ARN "
+            f"arn:<partition>:{service}:<region>:<account>:..., got {arn!r}"
+        )
+    return arn

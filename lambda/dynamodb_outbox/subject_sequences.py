@@ -1,0 +1,206 @@
+"""A subject's pending sequences, as both publishing paths hold them on the ordered path.
+
+An event written with a ``sequence`` (:meth:`OutboxWriter.new_event`) has it on
+its outbox item too, with its subject (``outbox_sequence``, ``outbox_subject``):
+DynamoDB Streams orders records per item only, and every event is an item of
+its own, so the order among a subject's events is the sequence, not the order
+the stream or the pending index hands them over (docs/decisions.md, "What "in
+order per subject" means on the ordered path").
+
+:func:`pending_sequences` reads one partition's pending sequenced events with
+one consistent ``Query`` (pages followed): the keys and the attributes of
+:data:`QUERY_ATTRIBUTES` only, never the envelopes. The module's IAM grants
+exactly that (main.tf, ``sequence_query_attributes``; sweeper.tf,
+publisher.tf).
+
+:func:`defer_behind_lower_sequences` is the stream publisher's rule: a
+sequenced event goes only when every lower sequence of its subject still
+pending is earlier in the same batch; otherwise it stays pending, untouched,
+and the sweeper sends it in sequence order once the lower one is out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal, NamedTuple, Protocol
+
+from dynamodb_outbox.envelope import (
+    ATTR_PENDING_SHARD,
+    ATTR_SEQUENCE,
+    ATTR_STATUS,
+    ATTR_SUBJECT,
+    OUTBOX_SK_PREFIX,
+    STATUS_PENDING,
+)
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
+
+__all__ = [
+    "QUERY_ATTRIBUTES",
+    "Deferral",
+    "PendingSequences",
+    "SequenceReader",
+    "defer_behind_lower_sequences",
+    "partition_of",
+    "pending_sequences",
+    "sequence_of",
+    "subject_of",
+]
+
+#: What the Query reads besides the keys (main.tf's ``sequence_query_attributes``).
+QUERY_ATTRIBUTES: Final = (ATTR_SUBJECT, ATTR_SEQUENCE, ATTR_STATUS, ATTR_PENDING_SHARD)
+
+#: subject -> its pending sequenced events as (sequence, sort key), ascending.
+PendingSequences = dict[str, list[tuple[int, str]]]
+
+
+class SequenceReader(Protocol):
+    """The part of the boto3 DynamoDB client that reads a partition's sequences."""
+
+    def query(
+        self,
+        *,
+        TableName: str,
+        KeyConditionExpression: str,
+        ExpressionAttributeNames: Mapping[str, str],
+        ExpressionAttributeValues: Mapping[str, Any],
+        ProjectionExpression: str = ...,
+        Select: Literal["SPECIFIC_ATTRIBUTES"] = ...,
+        ConsistentRead: bool = ...,
+        ExclusiveStartKey: Mapping[str, Any] = ...,
+    ) -> Mapping[str, Any]: ...
+
+
+def sequence_of(item: object) -> int | None:
+    """The event's sequence from its outbox item's own attribute; None when it has none."""
+    value = item.get(ATTR_SEQUENCE) if isinstance(item, Mapping) else None
+    text = value.get("N") if isinstance(value, Mapping) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def subject_of(item: object) -> str | None:
+    value = item.get(ATTR_SUBJECT) if isinstance(item, Mapping) else None
+    text = value.get("S") if isinstance(value, Mapping) else None
+    return text if isinstance(text, str) else None
+
+
+def partition_of(key: Mapping[str, Any], table_keys: TableKeys = DEFAULT_TABLE_KEYS) -> str:
+    """A key's (or an item's) partition key value as text, to group by partition."""
+    return json.dumps(key.get(table_keys.partition), sort_keys=True)
+
+
+def _pending(row: Mapping[str, Any]) -> bool:
+    status = row.get(ATTR_STATUS)
+    return (
+        isinstance(status, Mapping)
+        and status.get("S") == STATUS_PENDING
+        and ATTR_PENDING_SHARD in row
+    )
+
+
+def pending_sequences(
+    client: SequenceReader,
+    table_name: str,
+    partition_value: Mapping[str, Any],
+    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
+) -> tuple[PendingSequences, int]:
+    """The pending sequenced events of the partition ``partition_value``, and the calls made.
+
+    Quarantined items are left out: a quarantined event leaves a gap by design
+    and never holds its subject.
+    """
+    partition_name, sort_name = table_keys.names
+    names = {"#pk": partition_name, "#sk": sort_name}
+    names.update({f"#a{n}": name for n, name in enumerate(QUERY_ATTRIBUTES)})
+    request: dict[str, Any] = {
+        "TableName": table_name,
+        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :outbox)",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": {
+            ":pk": partition_value,
+            ":outbox": {"S": OUTBOX_SK_PREFIX},
+        },
+        # Select is what the roles' dynamodb:Select condition checks.
+        "ProjectionExpression": ", ".join(
+            ["#sk", *(f"#a{n}" for n in range(len(QUERY_ATTRIBUTES)))]
+        ),
+        "Select": "SPECIFIC_ATTRIBUTES",
+        "ConsistentRead": True,
+    }
+    found: PendingSequences = {}
+    calls = 0
+    while True:
+        calls += 1
+        page = client.query(**request)
+        for row in page.get("Items") or []:
+            sequence, subject = sequence_of(row), subject_of(row)
+            sort = row.get(sort_name)
+            sk = sort.get("S") if isinstance(sort, Mapping) else None
+            if (
+                sequence is not None
+                and subject is not None
+                and isinstance(sk, str)
+                and _pending(row)
+            ):
+                found.setdefault(subject, []).append((sequence, sk))
+        last = page.get("LastEvaluatedKey")
+        if not last:
+            break
+        request["ExclusiveStartKey"] = last
+    for entries in found.values():
+        entries.sort()
+    return found, calls
+
+
+class Deferral(NamedTuple):
+    """What :func:`defer_behind_lower_sequences` kept, left pending, and read."""
+
+    kept: list[int]
+    deferred: list[int]
+    queries: int
+
+
+def defer_behind_lower_sequences(
+    items: Sequence[Mapping[str, Any] | None],
+    client: SequenceReader,
+    table_name: str,
+    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
+) -> Deferral:
+    """Indexes of ``items`` (a batch, in order) to publish now, and of those to leave pending.
+
+    An item without a sequence is always kept. A sequenced one is kept when
+    every lower sequence of its subject still pending in the table is an item
+    kept earlier in ``items``; otherwise it is deferred, and so is every later
+    one of its subject (the deferred one is pending and lower).
+    """
+    by_partition: dict[str, PendingSequences] = {}
+    kept_sks: set[str] = set()
+    kept: list[int] = []
+    deferred: list[int] = []
+    queries = 0
+    for index, item in enumerate(items):
+        sequence = sequence_of(item)
+        subject = subject_of(item)
+        if item is None or sequence is None or subject is None:
+            kept.append(index)
+            continue
+        partition = partition_of(item, table_keys)
+        if partition not in by_partition:
+            by_partition[partition], calls = pending_sequences(
+                client, table_name, item[table_keys.partition], table_keys
+            )
+            queries += calls
+        lower = [sk for seq, sk in by_partition[partition].get(subject, []) if seq < sequence]
+        if all(sk in kept_sks for sk in lower):
+            kept.append(index)
+            sort = item.get(table_keys.sort)
+            if isinstance(sort, Mapping) and isinstance(sort.get("S"), str):
+                kept_sks.add(sort["S"])
+        else:
+            deferred.append(index)
+    return Deferral(kept, deferred, queries)

@@ -1,0 +1,163 @@
+"""dynamodb_outbox.testing: isolation, the stack as the module builds it, why a message failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import boto3
+import pytest
+
+from dynamodb_outbox import Envelope, OutboxConsumer, publisher
+from dynamodb_outbox.table_keys import TableKeys
+from dynamodb_outbox.testing import ConsumerFailed, OutboxStack, isolated_aws
+
+
+def test_isolated_aws_hides_the_developers_aws_setup_and_restores_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_PROFILE", "production")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("OUTBOX_TABLE_NAME", "someone-elses")
+    monkeypatch.delenv("AWS_ACCOUNT_ID_ENDPOINT_MODE", raising=False)
+
+    with isolated_aws():
+        inside = dict(os.environ)
+        tables = boto3.client("dynamodb").list_tables()["TableNames"]
+
+    assert "AWS_PROFILE" not in inside and "AWS_ENDPOINT_URL" not in inside
+    assert "OUTBOX_TABLE_NAME" not in inside
+    assert inside["AWS_ACCOUNT_ID_ENDPOINT_MODE"] == "disabled"
+    assert tables == []  # moto answered, not the endpoint above
+    assert os.environ["AWS_PROFILE"] == "production"
+    assert "AWS_ACCOUNT_ID_ENDPOINT_MODE" not in os.environ
+
+
+def test_the_publishers_cached_runtime_does_not_outlive_a_test() -> None:
+    with isolated_aws(), OutboxStack() as stack:
+        writer = stack.writer()
+        writer.write_events("ORDER#1", [writer.new_event("ORDER#1", "OrderCreated", {})])
+        stack.drain()
+        assert publisher.default_runtime.cache_info().currsize == 1
+
+    assert publisher.default_runtime.cache_info().currsize == 0
+
+
+def write_order(stack: OutboxStack, order_id: str, total: Decimal) -> Envelope:
+    writer = stack.writer()
+    order = {"PK": f"ORDER#{order_id}", "SK": "META", "total": total}
+    event = writer.new_event(order, "OrderCreated", {"order_id": order_id, "total": total})
+    writer.write(order, event)
+    return event
+
+
+def test_a_failed_message_carries_the_exception_the_function_raised() -> None:
+    with isolated_aws(), OutboxStack() as stack:
+        consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="billing")
+
+        @consumer.handler
+        def handler(event: Envelope) -> None:
+            raise LookupError(f"no customer for {event.data['order_id']}")
+
+        queue = stack.add_consumer("billing", handler, max_receive_count=2)
+        event = write_order(stack, "7", Decimal("1.50"))
+        stack.drain()
+
+        failures = stack.failures
+        assert [(f.event_id, f.event_type) for f in failures] == [(event.id, "OrderCreated")] * 2
+        assert all(isinstance(f.exception, LookupError) for f in failures)
+        assert str(failures[0].exception) == "no customer for 7"
+        assert [e.id for e in queue.dead_letters()] == [event.id]
+        with pytest.raises(ConsumerFailed, match="no customer for 7") as raised:
+            stack.raise_failures()
+        assert raised.value.__cause__ is failures[0].exception
+
+
+def test_a_poison_body_is_reported_with_its_reason_and_no_exception() -> None:
+    with isolated_aws(), OutboxStack() as stack:
+        consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="audit")
+        queue = stack.add_consumer("audit", consumer.handler(lambda event: None))
+        stack.sqs.send_message(QueueUrl=queue.queue_url, MessageBody="not json")
+        stack.drain()
+
+        assert stack.failures[0].exception is None
+        assert "not valid JSON" in stack.failures[0].reason
+
+
+def test_a_handler_named_by_path_is_imported_afresh_with_the_consumers_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "kit_billing.py").write_text(
+        "import os\n"
+        "from dynamodb_outbox import OutboxConsumer\n"
+        "consumer = OutboxConsumer(idempotency_table=os.environ['OUTBOX_IDEMPOTENCY_TABLE'])\n"
+        "seen = []\n"
+        "handler = consumer.handler(lambda event: seen.append(event.data['total']))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for run in range(2):
+        with isolated_aws(), OutboxStack() as stack:
+            stack.add_consumer("billing", "kit_billing:handler")
+            module = sys.modules["kit_billing"]
+            write_order(stack, str(run), Decimal("2"))
+            stack.drain()
+
+            assert module.consumer.name == "billing"  # OUTBOX_CONSUMER_NAME, the key
+            assert module.seen == [2]  # a fresh module each time, against this stack
+
+
+def test_the_sns_stack_with_other_key_names_delivers_by_filter_policy() -> None:
+    with isolated_aws(), OutboxStack(publish_to="sns", table_keys=TableKeys("pk", "sk")) as stack:
+        consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="ship")
+        got: list[str] = []
+        stack.add_consumer(
+            "ship",
+            consumer.handler(lambda event: got.append(event.type)),
+            filter_policy={"event_type": ["OrderPaid"]},
+        )
+        writer = stack.writer()
+        for event_type in ("OrderCreated", "OrderPaid"):
+            writer.write_events("ORDER#1", [writer.new_event("ORDER#1", event_type, {})])
+        stack.drain()
+
+        stack.raise_failures()
+        assert got == ["OrderPaid"]
+        # both outbox items were published, then deleted
+        assert boto3.client("dynamodb").scan(TableName=stack.names.table)["Items"] == []
+
+
+def test_the_consumer_queue_has_the_modules_redrive_and_visibility() -> None:
+    with isolated_aws(), OutboxStack() as stack:
+        consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="billing")
+        queue = stack.add_consumer("billing", consumer.handler(lambda event: None))
+        attributes = stack.sqs.get_queue_attributes(
+            QueueUrl=queue.queue_url, AttributeNames=["All"]
+        )["Attributes"]
+
+        assert queue.queue_url.endswith("/orders-billing-consumer")
+        assert attributes["VisibilityTimeout"] == "180"  # 6 x the 30 s function timeout
+        assert json.loads(attributes["RedrivePolicy"])["maxReceiveCount"] == 5
+
+
+def test_two_consumers_loaded_by_path_each_get_their_own_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in ("kit_one", "kit_two"):
+        (tmp_path / f"{module}.py").write_text(
+            "import os\n"
+            "from dynamodb_outbox import OutboxConsumer\n"
+            "consumer = OutboxConsumer(idempotency_table=os.environ['OUTBOX_IDEMPOTENCY_TABLE'])\n"
+            "handler = consumer.handler(lambda event: None)\n"
+        )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with isolated_aws(), OutboxStack() as stack:
+        stack.add_consumer("one", "kit_one:handler")
+        stack.add_consumer("two", "kit_two:handler")
+        in_process = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="three")
+
+        assert [sys.modules[m].consumer.name for m in ("kit_one", "kit_two")] == ["one", "two"]
+        assert in_process.name == "three"
+        assert "OUTBOX_CONSUMER_NAME" not in os.environ

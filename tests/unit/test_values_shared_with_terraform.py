@@ -1,0 +1,146 @@
+"""Values the Terraform module and the Python package must agree on, pinned.
+
+The module configures the functions through environment variables and names
+things the code then reads (the stream filter's sort-key prefix, the pending
+index and its key, the metrics the alarms watch, the idempotency keys IAM
+lets a consumer touch). Where a value cannot have one source across the two
+languages, this test reads it from the .tf source and compares it with the
+package's constant, so changing one side alone fails here
+(docs/seams.md lists them; the pending-shard count and the idempotency window
+have one source each and are not repeated here).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from dynamodb_outbox import settings
+from dynamodb_outbox.consumer import idempotency_key_prefix
+from dynamodb_outbox.envelope import ATTR_PENDING_SHARD, OUTBOX_SK_PREFIX
+from dynamodb_outbox.ledger import LEDGER_KEY_PREFIX
+from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
+from dynamodb_outbox.settings import DEFAULT_METRICS_NAMESPACE
+from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, PUBLISH_TO_SNS, PUBLISH_TO_SNS_FIFO
+from dynamodb_outbox.table_keys import OUTBOX_ATTRIBUTES
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def tf(name: str) -> str:
+    return (REPO_ROOT / name).read_text(encoding="utf-8")
+
+
+def local_string(file: str, name: str) -> str:
+    """The string literal a Terraform local (or argument) ``name`` is set to in ``file``."""
+    found = re.findall(rf'^\s*{re.escape(name)}\s*=\s*"([^"$]*)"\s*$', tf(file), re.MULTILINE)
+    assert len(found) == 1, f'{file}: expected one {name} = "...", found {found}'
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    ("file", "name", "python_value"),
+    [
+        ("main.tf", "outbox_sort_key_prefix", OUTBOX_SK_PREFIX),
+        ("main.tf", "pending_index_name", DEFAULT_PENDING_INDEX),
+        ("main.tf", "pending_index_hash_key", ATTR_PENDING_SHARD),
+        ("main.tf", "metrics_namespace", DEFAULT_METRICS_NAMESPACE),
+    ],
+)
+def test_terraform_locals_name_what_the_package_reads(
+    file: str, name: str, python_value: str
+) -> None:
+    assert local_string(file, name) == python_value
+
+
+def test_every_outbox_variable_the_module_sets_is_one_the_package_reads() -> None:
+    """A renamed variable on either side would leave a function on its default."""
+    set_by_module = set(
+        re.findall(r"^\s*(OUTBOX_[A-Z_]+)\s*=", "".join(map(tf, _tf_files())), re.M)
+    )
+    read_by_package = {
+        value
+        for name, value in vars(settings).items()
+        if name.startswith("ENV_") and isinstance(value, str)
+    }
+
+    assert set_by_module, "no OUTBOX_* variable found in the module"
+    assert set_by_module <= read_by_package, set_by_module - read_by_package
+
+
+def test_the_reserved_attribute_names_are_the_outbox_items_attributes() -> None:
+    listed = re.findall(
+        r"condition\s*=\s*!contains\(\[([^\]]*)\],\s*var\.table\.partition_key\)",
+        tf("variables.tf"),
+    )
+    assert len(listed) == 1
+    assert set(re.findall(r'"([^"]+)"', listed[0])) == set(OUTBOX_ATTRIBUTES)
+
+
+def test_the_transports_are_the_sinks_the_package_builds() -> None:
+    listed = re.findall(r"contains\(\[([^\]]*)\],\s*var\.publish_to\)", tf("variables.tf"))
+    assert len(listed) == 1
+    assert set(re.findall(r'"([^"]+)"', listed[0])) == {
+        PUBLISH_TO_EVENTBRIDGE,
+        PUBLISH_TO_SNS,
+        PUBLISH_TO_SNS_FIFO,
+    }
+
+
+def test_a_consumers_iam_prefixes_are_the_keys_its_toolkit_writes() -> None:
+    """dynamodb:LeadingKeys allows idempotency#<key>#* and ledger#<key>#* only."""
+    assert '"idempotency#${statement.value}#*", "ledger#${statement.value}#*"' in tf("consumers.tf")
+    assert idempotency_key_prefix("billing") == "idempotency#billing"
+    assert LEDGER_KEY_PREFIX == "ledger#"
+
+
+@pytest.mark.parametrize("metric", ["QuarantinedEvents", "OldestPendingAgeSeconds"])
+def test_the_metrics_the_alarms_watch_are_the_ones_the_functions_emit(metric: str) -> None:
+    assert f'"{metric}"' in tf("alarms.tf")
+    emitted = tf("lambda/dynamodb_outbox/sweeper.py") + tf("lambda/dynamodb_outbox/publisher.py")
+    assert f'"{metric}"' in emitted
+
+
+def _tf_files() -> list[str]:
+    return sorted(path.name for path in REPO_ROOT.glob("*.tf"))
+
+
+def test_the_windows_module_and_the_local_runtime_keep_stream_records_as_long() -> None:
+    """The window's stream term and the local runtime's trimming are AWS's one 24 hours."""
+    from dynamodb_outbox.local import STREAM_RETENTION_SECONDS
+
+    found = re.findall(
+        r"^\s*stream_record_lifetime_seconds\s*=\s*(\d+)\s*$", tf("modules/windows/main.tf"), re.M
+    )
+    assert found == [str(STREAM_RETENTION_SECONDS)]
+
+
+def test_outbox_ops_replay_finds_the_rule_and_archive_the_module_names() -> None:
+    from dynamodb_outbox.ops.replay_archive import archive_name_of, consumer_rule_name
+
+    rule = re.findall(
+        r'consumer_names\s*=\s*\{ for key in keys\(var.consumers\) : key => "([^"]+)" \}',
+        tf("main.tf"),
+    )
+    archive = re.findall(r"^\s*event_archive_name\s*=\s*(\S+)\s*$", tf("bus.tf"), re.M)
+
+    assert len(rule) == 1
+    assert rule[0].replace("${var.name}", "orders").replace("${key}", "billing") == (
+        consumer_rule_name("orders", "billing")
+    )
+    assert archive == ["var.name"]
+    assert archive_name_of("orders") == "orders"
+
+
+@pytest.mark.parametrize(
+    ("setting", "python_default"),
+    [("min_age_seconds", "DEFAULT_MIN_AGE_SECONDS"), ("max_items", "DEFAULT_MAX_ITEMS")],
+)
+def test_the_sweepers_defaults_are_the_modules(setting: str, python_default: str) -> None:
+    """The module always sets them; the package's defaults serve a sweeper run without it."""
+    from dynamodb_outbox import sweeper
+
+    found = re.findall(rf"^\s*{setting}\s*=\s*optional\(number, (\d+)\)", tf("variables.tf"), re.M)
+    assert found == [str(getattr(sweeper, python_default))]
