@@ -3,7 +3,8 @@
 
 Three differences between moto (5.2.5, the pinned version) and AWS matter to the
 module's consumer queues (the third, an EventBridge event delivered without its
-``account``, is described at :func:`deliver_event_account`):
+``account``, is fixed by :func:`dynamodb_outbox.local.moto_events.deliver_event_account`,
+which in-process runs and the testing kit use too):
 
 * moto accepts ``RedriveAllowPolicy`` in ``CreateQueue``/``SetQueueAttributes``
   but never returns it from ``GetQueueAttributes``. The module sets a
@@ -29,6 +30,8 @@ from __future__ import annotations
 import json
 import sys
 from typing import Any
+
+from dynamodb_outbox.local.moto_events import deliver_event_account
 
 REDRIVE_ALLOW_POLICY = "RedriveAllowPolicy"
 REDRIVE_POLICY = "RedrivePolicy"
@@ -69,32 +72,6 @@ def compact_redrive_policy() -> None:
     patched = property(attributes)
     patched.fget._compact_redrive_policy = True  # type: ignore[attr-defined]
     Queue.attributes = patched  # type: ignore[method-assign,assignment]
-
-
-#: What moto (5.2.5) writes into an event it delivers to a target with no input
-#: transformer; AWS delivers the whole event, whose ``account`` moto leaves out.
-_MOTO_EVENT_TEMPLATE = (
-    '{"id": "<id>", "time": <time>, "version": "0", "detail-type": "<detail-type>", '
-    '"source": "<source>", "region": "<region>", "resources": <resources>, "detail": <detail>}'
-)
-
-
-def deliver_event_account() -> None:
-    """Make moto's EventBridge targets receive the event's ``account``, as AWS's do.
-
-    An event delivered to an SQS target carries version, id, detail-type,
-    source, account, time, region, resources and detail (EventBridge User
-    Guide, "Amazon EventBridge events"); consumers check ``account``
-    (dynamodb_outbox.sender_checks). moto builds the delivered event from a
-    template without it. Only that exact template is changed, so a later moto
-    that fixed it is left alone.
-    """
-    from moto.events.utils import EventTemplateParser
-
-    if EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE == _MOTO_EVENT_TEMPLATE:
-        EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE = _MOTO_EVENT_TEMPLATE.replace(
-            '"source": "<source>", ', '"source": "<source>", "account": "<account>", '
-        )
 
 
 def patch_moto() -> None:

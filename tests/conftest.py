@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dynamodb_outbox.local.moto_events import deliver_event_account
 from tests import faster_moto
 from tests.dependency_shortcuts import OFF, allowed
 from tests.go_garbage_collection import collect_go_garbage_less_often
@@ -27,18 +26,8 @@ collect_go_garbage_less_often()
 faster_moto.install()
 
 
-def _deliver_event_account() -> None:
-    """In-process moto too: EventBridge events reach SQS with their ``account``
-    (scripts/moto_server.py, deliver_event_account)."""
-    script = Path(__file__).resolve().parent.parent / "scripts" / "moto_server.py"
-    spec = importlib.util.spec_from_file_location("_moto_server_fixes", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.deliver_event_account()
-
-
-_deliver_event_account()
+# In-process moto too: EventBridge events reach SQS with their ``account``.
+deliver_event_account()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -83,6 +83,9 @@ def isolated_aws(extra_environment: Mapping[str, str] | None = None) -> Iterator
     """
     from moto import mock_aws
 
+    from dynamodb_outbox.local.moto_events import deliver_event_account
+
+    deliver_event_account()  # EventBridge events reach SQS with their account, as on AWS
     with _environment({**_FAKE_ENVIRONMENT, **(extra_environment or {})}):
         reset_caches()
         try:

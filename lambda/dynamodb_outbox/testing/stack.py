@@ -36,6 +36,7 @@ from dynamodb_outbox.local import (
 from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
     ENV_CONSUMER_NAME,
+    ENV_EVENT_BUS_ARN,
     ENV_EVENT_BUS_NAME,
     ENV_IDEMPOTENCY_TABLE,
     ENV_PARTITION_KEY,
@@ -120,14 +121,20 @@ class OutboxStack:
         self._failure_log = FailureLog()
         self._failure_log.install()
         self.topic_arn: str | None = None
+        self.event_bus_arn: str | None = None
         stream_arn = self._create_table()
         self._create_idempotency_table()
         if publish_to == "eventbridge":
-            boto3.client("events", region_name=REGION).create_event_bus(Name=self.names.event_bus)
+            bus = boto3.client("events", region_name=REGION).create_event_bus(
+                Name=self.names.event_bus
+            )
+            self.event_bus_arn = str(bus["EventBusArn"])
         else:
             topic = boto3.client("sns", region_name=REGION).create_topic(Name=self.names.topic)
             self.topic_arn = str(topic["TopicArn"])
-        os.environ.update(self.publisher_environment())
+        # The publisher's, and the sender a consumer built outside load_handler
+        # checks its messages against.
+        os.environ.update({**self.publisher_environment(), **self.sender_environment()})
         publisher.default_runtime.cache_clear()
         self.runtime.add(self._publisher_mapping(stream_arn))
 
@@ -148,9 +155,17 @@ class OutboxStack:
             ENV_SORT_KEY: sort_key,
         }
 
+    def sender_environment(self) -> dict[str, str]:
+        """What consumers check their messages against (``sns.tf``'s
+        ``consumer_sender_environment``, the module's ``consumer_environment`` output)."""
+        if self.publish_to == "eventbridge":
+            return {ENV_PUBLISH_TO: "eventbridge", ENV_EVENT_BUS_ARN: str(self.event_bus_arn)}
+        return {ENV_PUBLISH_TO: self.publish_to, ENV_TOPIC_ARN: str(self.topic_arn)}
+
     def consumer_environment(self, key: str) -> dict[str, str]:
         """What a consumer function of key ``key`` has (``consumers.tf``)."""
         return {
+            **self.sender_environment(),
             ENV_IDEMPOTENCY_TABLE: self.names.idempotency_table,
             ENV_CONSUMER_NAME: key,
             "POWERTOOLS_SERVICE_NAME": self.names.consumer_service(key),
