@@ -36,6 +36,7 @@ from typing import Final
 
 __all__ = [
     "PROCESS_ENDING",
+    "ExceptionType",
     "HandlerRaised",
     "describe",
     "describe_traceback",
@@ -62,6 +63,23 @@ class HandlerRaised(Exception):
     def __init__(self, raised: BaseException) -> None:
         super().__init__(type_name(raised))
         self.raised = raised
+
+
+class ExceptionType(str):
+    """A failure's ``exception_type`` log value that also carries the exception.
+
+    Logged (JSON) as the plain type name; an in-process reader of the log
+    record (the testing kit's ``FailureLog``) gets the exception itself from
+    :attr:`exception`, so tests can ask why a message failed while its text,
+    which may quote the payload, stays out of the log line.
+    """
+
+    exception: BaseException
+
+    def __new__(cls, exc: BaseException) -> ExceptionType:
+        named = super().__new__(cls, type_name(exc))
+        named.exception = exc
+        return named
 
 
 def unwrapped(exc: BaseException) -> BaseException:

@@ -101,6 +101,7 @@ from dynamodb_outbox._consumer_batch import (
 from dynamodb_outbox._consumer_deadline import Deadline, RecordDurations
 from dynamodb_outbox._consumer_errors import (
     PROCESS_ENDING,
+    ExceptionType,
     HandlerRaised,
     describe,
     describe_traceback,
@@ -799,7 +800,7 @@ def _log_failure(
     repeats the offending value): payload values stay out of the logs unless
     the consumer opts in with ``log_exception_text=True``.
     """
-    extra = {**fields, "exception_type": type_name(exc), "raised_at": raised_at(exc)}
+    extra = {**fields, "exception_type": ExceptionType(exc), "raised_at": raised_at(exc)}
     message = "event processing failed; returning it to the queue"
     if not with_text:
         log.error(message, extra=extra)
