@@ -48,10 +48,15 @@ Usage::
     def handler(event: Envelope) -> None:
         ...  # raise to fail this message only
 
-An ``async def`` function works the same way: each event is awaited to the end
-(on an event loop the batch runs), under the same idempotency and partial
-batch rules. A plain function that *returns* an awaitable fails its message
-instead: nothing awaited it, so nothing may be recorded as done.
+An ``async def`` function works the same way: each event is awaited to the end,
+under the same idempotency and partial batch rules, on one event loop kept for
+the life of the process (:mod:`dynamodb_outbox._consumer_loop`), several
+events at once (:mod:`dynamodb_outbox._consumer_batch`). A plain function that
+*returns* an awaitable fails its message instead: nothing awaited it, so
+nothing may be recorded as done. Whatever the function raises fails its
+message only, ``KeyboardInterrupt`` excepted (:mod:`dynamodb_outbox._consumer_errors`);
+no record is started that is not expected to end before the timeout
+(:mod:`dynamodb_outbox._consumer_deadline`).
 
 The handler's Lambda needs, on the idempotency table: ``dynamodb:PutItem``,
 ``dynamodb:GetItem``, ``dynamodb:UpdateItem``, ``dynamodb:DeleteItem``; on the
@@ -62,14 +67,13 @@ queue (for the event source mapping): ``sqs:ReceiveMessage``,
 from __future__ import annotations
 
 import contextlib
-import enum
 import functools
 import inspect
 import os
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, TypeVar, overload
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, Final, NotRequired, TypedDict, TypeVar, overload
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -87,6 +91,24 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from dynamodb_outbox._consumer_batch import (
+    BatchResult,
+    Outcome,
+    lanes_of,
+    run_concurrently,
+    run_in_order,
+)
+from dynamodb_outbox._consumer_deadline import Deadline, RecordDurations
+from dynamodb_outbox._consumer_errors import (
+    PROCESS_ENDING,
+    ExceptionType,
+    HandlerRaised,
+    describe,
+    describe_traceback,
+    raised_at,
+    type_name,
+    unwrapped,
+)
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
 from dynamodb_outbox.event_ids import event_id_milliseconds
 from dynamodb_outbox.replays import is_reprocess_for
@@ -109,11 +131,9 @@ from dynamodb_outbox.settings import (
 from dynamodb_outbox.stream_types import BatchItemFailure, PartialBatchResponse
 from dynamodb_outbox.trace_context import TraceContext
 
-if TYPE_CHECKING:
-    import asyncio
-
 __all__ = [
     "DEFAULT_EXPIRES_AFTER_SECONDS",
+    "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_METRICS_NAMESPACE",
     "DEFAULT_STOP_MARGIN_SECONDS",
     "ENV_CONSUMER_NAME",
@@ -164,8 +184,16 @@ METRIC_UNATTEMPTED: Final = "UnattemptedEvents"
 #: (dynamodb_outbox.sender_checks); each is also counted in FailedEvents.
 METRIC_UNTRUSTED: Final = "UntrustedEvents"
 
-#: No record is started with less time left than this (or a fifth of the invocation).
-DEFAULT_STOP_MARGIN_SECONDS: Final = 5.0
+#: The floor of the deadline rule: a record starts only with at least its
+#: expected duration (the longest recently observed) plus this much left
+#: (:mod:`dynamodb_outbox._consumer_deadline`). Small enough for Lambda's
+#: default 3 s timeout; raise it for handlers whose durations vary widely.
+DEFAULT_STOP_MARGIN_SECONDS: Final = 1.0
+
+#: How many records of a batch an ``async def`` consumer runs at once. SQS
+#: batches hold up to 10 messages without a batching window (Lambda's SQS event
+#: source mapping, "BatchSize"), so 10 awaits a whole default batch together.
+DEFAULT_MAX_CONCURRENCY: Final = 10
 
 _FIFO_SUFFIX: Final = ".fifo"
 
@@ -300,14 +328,6 @@ def _message_ids(event: Mapping[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- processing
 
 
-class _Outcome(enum.Enum):
-    PROCESSED = "processed"
-    DUPLICATE = "duplicate"
-    FAILED = "failed"
-    #: Failed because of its sender (sender_checks): also counted as FAILED.
-    UNTRUSTED = "untrusted"
-
-
 def process_sqs_batch(
     event: SQSEvent,
     process_one: Callable[[Envelope], object],
@@ -320,6 +340,9 @@ def process_sqs_batch(
     metrics: Metrics | None = None,
     stop_margin_seconds: float = DEFAULT_STOP_MARGIN_SECONDS,
     parse_float: Callable[[str], Any] = float,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    log_exception_text: bool = False,
+    record_durations: RecordDurations | None = None,
     expected_sender: ExpectedSender | None = None,
 ) -> PartialBatchResponse:
     """Run ``process_one`` once per event of an SQS batch; report failures by messageId.
@@ -342,12 +365,26 @@ def process_sqs_batch(
     ``metrics`` (optional) receives ProcessedEvents, DuplicateEvents,
     FailedEvents and UnattemptedEvents counts; flushing them is the caller's job.
 
-    With a ``lambda_context``, no record is started once the invocation has
-    less than ``stop_margin_seconds`` left (at most a fifth of the time found
-    at the start): the records never attempted are returned in
-    ``batchItemFailures``, so a slow batch ends in time with the done ones
-    deleted, instead of timing out and returning every message, done ones
-    included, one receive closer to the DLQ.
+    With a ``lambda_context``, a record is started only when the invocation has
+    at least the longest recent record duration plus ``stop_margin_seconds``
+    left (the first record of an invocation always starts): the records never
+    attempted are returned in ``batchItemFailures``, so a slow batch ends in
+    time with the done ones deleted, instead of timing out and returning every
+    message, done ones included, one receive closer to the DLQ
+    (:mod:`dynamodb_outbox._consumer_deadline`). ``record_durations`` keeps
+    the durations across invocations (:class:`OutboxConsumer` keeps one per
+    handler); without it only this batch's records are known.
+
+    An ``async def`` ``process_one`` runs on the process's event loop, kept
+    across invocations, with up to ``max_concurrency`` records at once; on a
+    FIFO queue each message group still runs one record at a time, in order.
+
+    Whatever ``process_one`` raises fails its record only, ``SystemExit``,
+    ``GeneratorExit`` and ``asyncio.CancelledError`` included; a
+    ``KeyboardInterrupt`` ends the batch (:mod:`dynamodb_outbox._consumer_errors`
+    says why). The log line names the exception's type and where it was
+    raised, not its text, which may quote the payload: ``log_exception_text=True``
+    adds the text and the traceback, for a consumer whose payloads may be logged.
 
     ``parse_float`` reads the data's non-integer numbers (see :func:`parse_body`).
 
@@ -366,6 +403,8 @@ def process_sqs_batch(
     Every other problem (bad body, function error, event in progress elsewhere,
     idempotency store error) fails its record only.
     """
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
     log = logger or _default_logger
     message_ids = _message_ids(event)
     records: Sequence[SQSRecord] = event["Records"]
@@ -387,73 +426,73 @@ def process_sqs_batch(
     _check_store(persistence_store, config, key_prefix)
     sender = expected_sender if expected_sender is not None else expected_sender_from_environment()
 
-    failures: list[str] = []
-    failed_groups: set[str] = set()
-    outcomes: Counter[_Outcome] = Counter()
-    time_left = _time_left(lambda_context)
-    margin = min(stop_margin_seconds, time_left() / 5) if time_left is not None else 0.0
-    unattempted = 0
-    with contextlib.ExitStack() as resources:
-        run_one = _synchronous(process_one, resources)
-        for index, (message_id, record) in enumerate(zip(message_ids, records, strict=True)):
-            if index and time_left is not None and time_left() < margin:
-                unattempted = len(message_ids) - index
-                failures.extend(message_ids[index:])
-                log.warning(
-                    "too little time left to start another record; returning the rest unattempted",
-                    extra={"unattempted_count": unattempted, "seconds_left": time_left()},
-                )
-                break
-            group = _message_group(record) if fifo else None
-            if group is not None and group in failed_groups:
-                # An earlier message of its group failed: running this one would
-                # overtake it. Returned unprocessed, it comes back after it.
-                failures.append(message_id)
-                continue
-            outcome = _process_record(
-                message_id,
-                record,
-                run_one,
-                persistence_store,
-                config,
-                key_prefix,
+    groups = [_message_group(record) if fifo else None for record in records]
+    lanes = lanes_of(groups, fifo)
+    deadline = Deadline(
+        _time_left(lambda_context), record_durations or RecordDurations(), stop_margin_seconds
+    )
+
+    def run_record(run_one: Callable[[Envelope], None], index: int) -> Outcome:
+        return _process_record(
+            message_ids[index],
+            records[index],
+            run_one,
+            persistence_store,
+            config,
+            key_prefix,
+            log,
+            parse_float,
+            consumer_name=consumer_name,
+            expected_sender=sender,
+            log_exception_text=log_exception_text,
+        )
+
+    result: BatchResult
+    if _is_async(process_one):
+        from dynamodb_outbox._consumer_loop import run_to_end  # asyncio only for async consumers
+
+        aborted: Future[None] = Future()
+
+        async def run_batch() -> BatchResult:
+            run_one = _awaited_on_loop(process_one, aborted)
+            return await run_concurrently(
+                message_ids,
+                lanes,
+                functools.partial(run_record, run_one),
+                deadline,
                 log,
-                parse_float,
-                consumer_name=consumer_name,
-                expected_sender=sender,
+                groups=groups,
+                workers=workers,
+                limit=max_concurrency,
             )
-            outcomes[outcome] += 1
-            if outcome is _Outcome.UNTRUSTED:
-                outcomes[_Outcome.FAILED] += 1
-            elif outcome is not _Outcome.FAILED:
-                continue
-            failures.append(message_id)
-            if fifo and group is not None:
-                failed_groups.add(group)
-                log.warning(
-                    "FIFO message group stopped at its first failure; its later messages are "
-                    "returned unprocessed, other groups carry on",
-                    extra={"message_id": message_id, "message_group_id": group},
-                )
-            elif fifo:
-                # No group id to tell the groups apart: every later message could
-                # be of the failed one's group. Return them all unprocessed.
-                unprocessed = message_ids[index + 1 :]
-                failures.extend(unprocessed)
-                if unprocessed:
-                    log.warning(
-                        "FIFO message without a MessageGroupId failed; later messages returned "
-                        "unprocessed",
-                        extra={"message_id": message_id, "unprocessed_count": len(unprocessed)},
-                    )
-                break
+
+        # One worker per record in flight: the loop's default executor has
+        # min(32, CPUs + 4) threads, a limit below max_concurrency unannounced.
+        with ThreadPoolExecutor(max_concurrency, thread_name_prefix="outbox-record") as workers:
+            try:
+                result = run_to_end(run_batch)
+            except BaseException:
+                aborted.set_result(None)  # no worker may wait for the stopped loop
+                raise
+    else:
+        result = run_in_order(
+            message_ids,
+            lanes,
+            functools.partial(run_record, _refusing_awaitables(process_one)),
+            deadline,
+            log,
+            groups=groups,
+        )
+    outcomes, unattempted, failures = result.outcomes, result.unattempted, result.failures
 
     if metrics is not None:
-        metrics.add_metric(METRIC_PROCESSED, MetricUnit.Count, outcomes[_Outcome.PROCESSED])
-        metrics.add_metric(METRIC_DUPLICATE, MetricUnit.Count, outcomes[_Outcome.DUPLICATE])
-        metrics.add_metric(METRIC_FAILED, MetricUnit.Count, outcomes[_Outcome.FAILED])
+        metrics.add_metric(METRIC_PROCESSED, MetricUnit.Count, outcomes[Outcome.PROCESSED])
+        metrics.add_metric(METRIC_DUPLICATE, MetricUnit.Count, outcomes[Outcome.DUPLICATE])
+        # An untrusted message is a failed one too.
+        failed = outcomes[Outcome.FAILED] + outcomes[Outcome.UNTRUSTED]
+        metrics.add_metric(METRIC_FAILED, MetricUnit.Count, failed)
         metrics.add_metric(METRIC_UNATTEMPTED, MetricUnit.Count, unattempted)
-        metrics.add_metric(METRIC_UNTRUSTED, MetricUnit.Count, outcomes[_Outcome.UNTRUSTED])
+        metrics.add_metric(METRIC_UNTRUSTED, MetricUnit.Count, outcomes[Outcome.UNTRUSTED])
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}
 
 
@@ -464,42 +503,72 @@ def _is_async(process_one: Callable[..., object]) -> bool:
     )
 
 
-def _synchronous(
-    process_one: Callable[[Envelope], object], resources: contextlib.ExitStack
-) -> Callable[[Envelope], None]:
-    """``process_one`` as a plain call that returns once the event is fully handled.
+def _refusing_awaitables(process_one: Callable[[Envelope], object]) -> Callable[[Envelope], None]:
+    """A plain ``process_one`` that fails the event when it returns an awaitable.
 
-    An ``async def`` function is awaited on an event loop that lives as long as
-    the batch (``resources`` closes it). A plain function returning an
-    awaitable raises: the awaitable never ran, and completing the event would
-    lose it.
+    The awaitable never ran: completing the event would lose it.
     """
-    runner: asyncio.Runner | None = None
-    if _is_async(process_one):
-        import asyncio  # only consumers written with async pay its import
-
-        runner = resources.enter_context(asyncio.Runner())
     name = getattr(process_one, "__qualname__", repr(process_one))
 
     def run_one(envelope: Envelope) -> None:
         result = process_one(envelope)
         if not inspect.isawaitable(result):
             return
-        if runner is None:
-            close = getattr(result, "close", None)
-            if callable(close):
-                close()  # no "never awaited" warning: the error below says it all
-            raise TypeError(
-                f"{name} returned an awaitable instead of handling the event: declare it "
-                "`async def` so the consumer awaits it; the event is failed, not completed"
-            )
-        runner.run(_awaited(result))
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()  # no "never awaited" warning: the error below says it all
+        raise TypeError(
+            f"{name} returned an awaitable instead of handling the event: declare it "
+            "`async def` so the consumer awaits it; the event is failed, not completed"
+        )
 
     return run_one
 
 
-async def _awaited(awaitable: Awaitable[object]) -> object:
-    return await awaitable
+def _awaited_on_loop(
+    process_one: Callable[[Envelope], object], aborted: Future[None]
+) -> Callable[[Envelope], None]:
+    """An ``async def`` ``process_one`` as a blocking call, for a record's worker thread.
+
+    The coroutine runs on the running loop (the process loop, where the
+    function's clients live) and the worker waits for its end, so the event
+    is COMPLETED only after it. Whatever it raises is raised here, in the
+    record's worker; a ``KeyboardInterrupt`` is left to asyncio, which stops
+    the loop with it, and ``aborted`` then tells every worker still waiting
+    that no loop will run its coroutine (it fails as cancelled).
+    """
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+
+    def run_one(envelope: Envelope) -> None:
+        result = process_one(envelope)
+        if not inspect.isawaitable(result):
+            return
+        running = asyncio.run_coroutine_threadsafe(_captured(result), loop)
+        either: list[Future[Any]] = [running, aborted]
+        wait(either, return_when=FIRST_COMPLETED)
+        if not running.done():
+            running.cancel()
+            raise asyncio.CancelledError("the batch was stopped before this event ended")
+        raised = running.result()
+        if raised is not None:
+            raise raised
+
+    return run_one
+
+
+async def _captured(awaitable: Awaitable[object]) -> BaseException | None:
+    # Returned, not raised: asyncio re-raises SystemExit out of the loop, and a
+    # CancelledError would cancel the future the worker waits on instead of
+    # telling it what happened.
+    try:
+        await awaitable
+    except PROCESS_ENDING:
+        raise
+    except BaseException as exc:
+        return exc
+    return None
 
 
 def _time_left(context: object) -> Callable[[], float] | None:
@@ -538,7 +607,8 @@ def _process_record(
     *,
     consumer_name: str,
     expected_sender: ExpectedSender,
-) -> _Outcome:
+    log_exception_text: bool = False,
+) -> Outcome:
     attributes = record.get("attributes")
     receive_count = (
         attributes.get("ApproximateReceiveCount") if isinstance(attributes, Mapping) else None
@@ -553,18 +623,22 @@ def _process_record(
             "queue (DLQ after maxReceiveCount)",
             extra={"message_id": message_id, "reason": str(exc), "receive_count": receive_count},
         )
-        return _Outcome.UNTRUSTED
+        return Outcome.UNTRUSTED
     except Exception as exc:
         # A poison message fails alone, whatever parsing it raised (InvalidEnvelope,
         # or worse); SQS moves it to the DLQ after maxReceiveCount receives. The
         # log line says why it will end there.
-        reason = str(exc) if isinstance(exc, InvalidEnvelope) else f"{type(exc).__name__}: {exc}"
+        # The toolkit's own reasons name fields, not values; any other
+        # exception's text could quote the body, so only its type is logged.
+        reason = (
+            describe(exc).partition(": ")[2] if isinstance(exc, InvalidEnvelope) else type_name(exc)
+        )
         log.error(
             "message is not a valid outbox event; returning it to the queue (DLQ after "
             "maxReceiveCount)",
             extra={"message_id": message_id, "reason": reason, "receive_count": receive_count},
         )
-        return _Outcome.FAILED
+        return Outcome.FAILED
 
     # A replayed event is deduplicated by its id like any other, unless the
     # operator asked this consumer to reprocess it (dynamodb_outbox.replays).
@@ -579,7 +653,7 @@ def _process_record(
             "processed is no longer known: skipped (a replay asked to reprocess runs it)",
             extra={"message_id": message_id, "event_id": envelope.id, "replay_name": replay},
         )
-        return _Outcome.DUPLICATE
+        return Outcome.DUPLICATE
 
     # Every line logged for this record, the toolkit's and the function's own
     # through the same Logger, carries the ids that join it to the producer's
@@ -596,6 +670,7 @@ def _process_record(
             log,
             replay=replay,
             reprocess=reprocess,
+            log_exception_text=log_exception_text,
         )
 
 
@@ -653,7 +728,8 @@ def _process_envelope(
     *,
     replay: str | None = None,
     reprocess: bool = False,
-) -> _Outcome:
+    log_exception_text: bool = False,
+) -> Outcome:
     fields = {
         "message_id": message_id,
         "event_id": envelope.id,
@@ -673,7 +749,15 @@ def _process_envelope(
     def run() -> None:
         nonlocal ran
         ran = True
-        process_one(envelope)
+        try:
+            process_one(envelope)
+        except Exception:
+            raise
+        except PROCESS_ENDING:
+            raise
+        except BaseException as exc:
+            # Powertools deletes the in-progress record for an Exception only.
+            raise HandlerRaised(exc) from exc
 
     try:
         IdempotencyHandler(
@@ -694,20 +778,36 @@ def _process_envelope(
             "event is being processed by another invocation; returning it to the queue",
             extra=fields,
         )
-        return _Outcome.FAILED
+        return Outcome.FAILED
     except Exception as exc:
         # The function raised (Powertools deleted the in-progress record, so the
         # retry runs it again) or the idempotency store failed.
-        log.exception(
-            "event processing failed; returning it to the queue",
-            extra={**fields, "reason": f"{type(exc).__name__}: {exc}"},
-        )
-        return _Outcome.FAILED
+        _log_failure(log, fields, unwrapped(exc), with_text=log_exception_text)
+        return Outcome.FAILED
 
     if not ran:
         log.info("duplicate event skipped: already processed", extra=fields)
-        return _Outcome.DUPLICATE
-    return _Outcome.PROCESSED
+        return Outcome.DUPLICATE
+    return Outcome.PROCESSED
+
+
+def _log_failure(
+    log: Logger, fields: Mapping[str, object], exc: BaseException, *, with_text: bool
+) -> None:
+    """The failure's type and where it was raised; its text and traceback only if asked.
+
+    An exception's text often quotes the data that failed (a validation error
+    repeats the offending value): payload values stay out of the logs unless
+    the consumer opts in with ``log_exception_text=True``.
+    """
+    extra = {**fields, "exception_type": ExceptionType(exc), "raised_at": raised_at(exc)}
+    message = "event processing failed; returning it to the queue"
+    if not with_text:
+        log.error(message, extra=extra)
+        return
+    extra["reason"] = describe(exc)
+    extra["traceback"] = describe_traceback(exc)
+    log.error(message, extra=extra)
 
 
 # --------------------------------------------------------------------------- the handler
@@ -755,6 +855,11 @@ class OutboxConsumer:
     ``service`` = the same service name), flushed after every batch.
     ``parse_float=Decimal`` hands ``process_one`` data numbers with their
     exact digits instead of floats (see :mod:`dynamodb_outbox.payload_json`).
+    ``max_concurrency`` bounds how many records an ``async def`` function
+    handles at once; ``log_exception_text=True`` puts a failed record's
+    exception text and traceback in the log line, which may quote its payload
+    (see :func:`process_sqs_batch`). The idempotency table's client is made
+    on the first batch, not when the module is imported.
     ``expected_sender`` is the bus or topic every message must come from; it
     defaults to what the environment the module sets says
     (:func:`~dynamodb_outbox.sender_checks.expected_sender_from_environment`).
@@ -771,6 +876,8 @@ class OutboxConsumer:
         metrics: Metrics | None = None,
         stop_margin_seconds: float = DEFAULT_STOP_MARGIN_SECONDS,
         parse_float: Callable[[str], Any] = float,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        log_exception_text: bool = False,
         expected_sender: ExpectedSender | None = None,
     ) -> None:
         if (idempotency_table is None) == (persistence_store is None):
@@ -787,14 +894,15 @@ class OutboxConsumer:
         self.expires_after_seconds = expires_after_seconds
         self.stop_margin_seconds = stop_margin_seconds
         self.parse_float = parse_float
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        self.max_concurrency = max_concurrency
+        self.log_exception_text = log_exception_text
+        self.idempotency_table = idempotency_table
+        self._persistence_store = persistence_store
         # Read once, so a misconfigured environment fails at construction.
         self.expected_sender = (
             expected_sender if expected_sender is not None else expected_sender_from_environment()
-        )
-        self.persistence_store: BasePersistenceLayer = (
-            persistence_store
-            if persistence_store is not None
-            else DynamoDBPersistenceLayer(table_name=str(idempotency_table))
         )
         service = os.environ.get(_ENV_SERVICE_NAME) or self.name
         self.logger = logger if logger is not None else Logger(service=service)
@@ -812,11 +920,26 @@ class OutboxConsumer:
             )
         )
 
+    @property
+    def persistence_store(self) -> BasePersistenceLayer:
+        """The idempotency store; a DynamoDB one (and its boto3 client) is made on first use.
+
+        Not at import: a cold start with nothing to do makes no client, and
+        importing the handler needs no AWS region or credentials.
+        """
+        if self._persistence_store is None:
+            self._persistence_store = DynamoDBPersistenceLayer(
+                table_name=str(self.idempotency_table)
+            )
+        return self._persistence_store
+
     def process_batch(
         self,
         event: SQSEvent,
         process_one: Callable[[Envelope], object],
         lambda_context: LambdaContext | None = None,
+        *,
+        record_durations: RecordDurations | None = None,
     ) -> PartialBatchResponse:
         """:func:`process_sqs_batch` with this consumer's store, name, logger and metrics."""
         return process_sqs_batch(
@@ -830,6 +953,9 @@ class OutboxConsumer:
             metrics=self.metrics,
             stop_margin_seconds=self.stop_margin_seconds,
             parse_float=self.parse_float,
+            max_concurrency=self.max_concurrency,
+            log_exception_text=self.log_exception_text,
+            record_durations=record_durations,
             expected_sender=self.expected_sender,
         )
 
@@ -878,10 +1004,12 @@ class OutboxConsumer:
         return self._handler(process_one)
 
     def _handler(self, process_one: Callable[[Envelope], object]) -> LambdaHandler:
+        # What this handler's records took, kept across warm invocations.
+        durations = RecordDurations()
 
         @functools.wraps(process_one)
         def lambda_handler(event: SQSEvent, context: LambdaContext) -> PartialBatchResponse:
-            response = self.process_batch(event, process_one, context)
+            response = self.process_batch(event, process_one, context, record_durations=durations)
             # Counts are added once the batch is answered; a MalformedBatch
             # raise leaves none, and there is nothing to flush.
             self._flush_metrics()

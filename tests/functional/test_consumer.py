@@ -253,8 +253,12 @@ def test_in_progress_record_expires_when_the_invocation_would_time_out(
     assert before_ms + 42_000 <= expiry <= after_ms + 42_000
 
 
-class _LambdaTimedOut(BaseException):
-    """Lambda killing the environment: no Python handler runs, nothing is cleaned up."""
+class _LambdaTimedOut(KeyboardInterrupt):
+    """Lambda killing the environment: no Python handler runs, nothing is cleaned up.
+
+    A KeyboardInterrupt, the one exception the toolkit lets end the batch
+    (any other fails its record only, and its in-progress record is deleted).
+    """
 
 
 @pytest.mark.parametrize(

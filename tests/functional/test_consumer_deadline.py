@@ -58,7 +58,10 @@ def store(dynamodb_client: Any) -> DynamoDBPersistenceLayer:
 
 
 def _run(
-    store: DynamoDBPersistenceLayer, records: list[dict[str, Any]], context: VirtualContext
+    store: DynamoDBPersistenceLayer,
+    records: list[dict[str, Any]],
+    context: VirtualContext,
+    **options: Any,
 ) -> Any:
     return process_sqs_batch(
         sqs_event(records),  # type: ignore[arg-type]
@@ -66,6 +69,7 @@ def _run(
         persistence_store=store,
         consumer_name="orders",
         lambda_context=context,  # type: ignore[arg-type]
+        **options,
     )
 
 
@@ -79,7 +83,8 @@ def test_a_batch_that_would_time_out_returns_only_the_records_it_never_started(
 
     response = _run(store, records, context)
 
-    # THEN it stops starting records with less than 5 s left: 7 done (28 s),
+    # THEN it starts a record only with 4 s (the longest seen) + 1 s (the floor)
+    # left: 7 done (28 s),
     # the 3 never started come back, and the invocation ended within its timeout
     assert context.done == [e.id for e in events[:7]]
     assert failure_ids(response) == [r["messageId"] for r in records[7:]]
@@ -96,7 +101,7 @@ def test_the_first_record_is_always_started_whatever_the_time_left(
     store: DynamoDBPersistenceLayer,
 ) -> None:
     records = [sqs_record(eventbridge_body(make_envelope())) for _ in range(2)]
-    context = VirtualContext(now=TIMEOUT_SECONDS - 1.0)  # 1 s left: a fifth is 0.2 s
+    context = VirtualContext(now=TIMEOUT_SECONDS - 1.0)  # 1 s left: less than one record takes
 
     response = _run(store, records, context)
 
@@ -115,3 +120,37 @@ def test_on_a_fifo_queue_the_unattempted_tail_comes_back_in_order(
     response = _run(store, records, context)
 
     assert failure_ids(response) == [r["messageId"] for r in records[7:]]
+
+
+def test_a_raised_floor_is_honoured_whatever_the_length_of_the_invocation(
+    store: DynamoDBPersistenceLayer,
+) -> None:
+    # GIVEN a team that keeps 20 s spare in a 30 s invocation (no cap at a fifth any more)
+    records = [sqs_record(eventbridge_body(make_envelope())) for _ in range(5)]
+    context = VirtualContext()
+
+    response = _run(store, records, context, stop_margin_seconds=20.0)
+
+    # THEN a record starts only with 4 s + 20 s left: two run, three come back
+    assert len(context.done) == 2
+    assert failure_ids(response) == [r["messageId"] for r in records[2:]]
+    assert TIMEOUT_SECONDS - context.now >= 20.0
+
+
+def test_durations_seen_in_earlier_invocations_guide_the_next_one(
+    store: DynamoDBPersistenceLayer,
+) -> None:
+    from dynamodb_outbox._consumer_deadline import RecordDurations
+
+    # GIVEN a warm handler that has seen a record take 12 s
+    durations = RecordDurations()
+    durations.add(12.0)
+    records = [sqs_record(eventbridge_body(make_envelope())) for _ in range(7)]
+    context = VirtualContext()
+
+    response = _run(store, records, context, record_durations=durations)
+
+    # THEN records start only while 12 s + 1 s is left: at 0, 4, 8, 12 and 16 s of 30
+    # (without that history, 7 would have started: each takes 4 s here)
+    assert len(context.done) == 5
+    assert failure_ids(response) == [r["messageId"] for r in records[5:]]

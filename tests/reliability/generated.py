@@ -44,9 +44,9 @@ ACCOUNT = "123456789012"
 MIN_RECORDS = {"ci": 2_000, "soak": 100_000, "dev": 0}
 #: Hypothesis examples per test and profile; each example is a batch of records.
 EXAMPLES = {
-    "ci": {"stream": 60, "sweeper": 30, "consumer": 30},
-    "soak": {"stream": 3_000, "sweeper": 1_000, "consumer": 1_500},
-    "dev": {"stream": 5, "sweeper": 3, "consumer": 3},
+    "ci": {"stream": 60, "sweeper": 30, "consumer": 30, "hostile": 10},
+    "soak": {"stream": 3_000, "sweeper": 1_000, "consumer": 1_500, "hostile": 1_000},
+    "dev": {"stream": 5, "sweeper": 3, "consumer": 3, "hostile": 3},
 }
 
 

@@ -354,3 +354,53 @@ sqs_junk_bodies = st.one_of(
     st.just(""),
     st.just('{"Type":"Notification","Message":{"not":"a string"}}'),
 )
+
+
+# ------------------------------------------------------------------ what a consumer function raises
+
+
+class _StrRaises(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("__str__ raised")
+
+
+class _ReprRaises(Exception):
+    def __repr__(self) -> str:
+        raise RuntimeError("__repr__ raised")
+
+
+class _NothingDescribes(Exception):
+    def __str__(self) -> str:
+        raise SystemExit("__str__ exits")
+
+    def __repr__(self) -> str:
+        raise ValueError("__repr__ raised")
+
+
+def _cancelled(text: str) -> BaseException:
+    import asyncio
+
+    return asyncio.CancelledError(text)
+
+
+#: Exception messages: huge, not encodable as UTF-8 (lone surrogates), or any text.
+exception_texts = st.one_of(
+    st.just("x" * 1_000_000),
+    st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1),
+    texts,
+)
+
+#: What a consumer function raises that must fail its record only, by name.
+RECORD_FAILURES: dict[str, Any] = {
+    "__str__ raises": lambda text: _StrRaises(text),
+    "__repr__ raises": lambda text: _ReprRaises(text),
+    "__str__ and __repr__ raise": lambda text: _NothingDescribes(text),
+    "ValueError with the text": ValueError,
+    "CancelledError": _cancelled,
+    "SystemExit": SystemExit,
+    "GeneratorExit": GeneratorExit,
+    "MemoryError": MemoryError,
+}
+
+#: What ends the batch instead (:data:`dynamodb_outbox._consumer_errors.PROCESS_ENDING`).
+BATCH_ENDING: dict[str, Any] = {"KeyboardInterrupt": KeyboardInterrupt}

@@ -22,8 +22,10 @@ soak``, at least 100,000, random), ``dev``. The totals are printed at the end.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,7 +48,7 @@ from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter, TransactionCancelled
 from tests.factories import sequence_numbers, stream_record
-from tests.functional.consumer_fixtures import sqs_event, sqs_record
+from tests.functional.consumer_fixtures import FIFO_QUEUE_ARN, sqs_event, sqs_record
 from tests.reliability.generated import (
     EXAMPLES,
     GENERATED,
@@ -56,11 +58,14 @@ from tests.reliability.generated import (
     generated_stack,
 )
 from tests.reliability.strategies import (
+    BATCH_ENDING,
+    RECORD_FAILURES,
     SINKS,
     IntendedEvent,
     JunkItem,
     RecordShape,
     envelope_of_size,
+    exception_texts,
     intended_events,
     junk_items,
     record_shapes,
@@ -481,6 +486,149 @@ def test_generated_sqs_bodies_through_the_consumer(stack: Stack, reliability_pro
     @given(batch=_consumer_batches())
     def run(batch: dict[str, Any]) -> None:
         _run_consumer(stack, batch["good"], batch["junk"])
+
+    run()
+
+
+@st.composite
+def _hostile_batches(draw: st.DrawFn) -> dict[str, Any]:
+    count = draw(st.integers(2, 8))
+    envelopes = [
+        Envelope(
+            type="OrderPaid",
+            source="app.orders",
+            subject=f"ORDER#{n % 3}",
+            data={"n": n, "card": "4111 1111 1111 1111"},
+        )
+        for n in range(count)
+    ]
+    kinds = st.one_of(st.none(), st.sampled_from(sorted(RECORD_FAILURES)))
+    plan = {e.id: (draw(kinds), draw(exception_texts)) for e in envelopes}
+    ending_at = draw(st.one_of(st.none(), st.integers(0, count - 1)))
+    if ending_at is not None:
+        plan[envelopes[ending_at].id] = ("KeyboardInterrupt", "stop")
+    return {
+        "envelopes": envelopes,
+        "plan": plan,
+        "is_async": draw(st.booleans()),
+        "fifo": draw(st.booleans()),
+    }
+
+
+def _hostile_records(envelopes: list[Envelope], fifo: bool) -> list[dict[str, Any]]:
+    def body(envelope: Envelope) -> str:
+        event = {"detail-type": envelope.type, "source": envelope.source}
+        return json.dumps({**event, "detail": envelope.to_dict()})
+
+    if not fifo:
+        return [sqs_record(body(e)) for e in envelopes]
+    return [
+        sqs_record(body(e), queue_arn=FIFO_QUEUE_ARN, group_id=str(e.subject)) for e in envelopes
+    ]
+
+
+def test_generated_hostile_exceptions_through_the_consumer(
+    stack: Stack, reliability_profile: str
+) -> None:
+    """Whatever a function raises fails its record only (a KeyboardInterrupt ends the batch).
+
+    Raising ``__str__``/``__repr__``, huge and non-UTF-8 messages, cancellation,
+    ``SystemExit``, ``GeneratorExit``, ``MemoryError``: the batch answers, the
+    raising records (and on FIFO the rest of their group) come back, the
+    others are done once; on redelivery the failed ones run and none twice.
+    """
+
+    @_settings(reliability_profile, "hostile")
+    @given(batch=_hostile_batches())
+    def run(batch: dict[str, Any]) -> None:
+        envelopes: list[Envelope] = batch["envelopes"]
+        plan: dict[str, tuple[str | None, str]] = batch["plan"]
+        records = _hostile_records(envelopes, batch["fifo"])
+        completed: Counter[str] = Counter()
+        attempts: Counter[str] = Counter()
+
+        def act(envelope: Envelope) -> None:
+            attempts[envelope.id] += 1
+            kind, text = plan[envelope.id]
+            if kind is not None and attempts[envelope.id] == 1:
+                raise {**RECORD_FAILURES, **BATCH_ENDING}[kind](text)
+            completed[envelope.id] += 1
+
+        async def act_async(envelope: Envelope) -> None:
+            await asyncio.sleep(0)
+            act(envelope)
+
+        def deliver(batch_records: list[dict[str, Any]]) -> set[str] | None:
+            try:
+                response = process_sqs_batch(
+                    sqs_event(batch_records),  # type: ignore[arg-type]
+                    act_async if batch["is_async"] else act,
+                    persistence_store=stack.store,
+                    consumer_name="hostile",
+                    lambda_context=FakeLambdaContext(),  # type: ignore[arg-type]
+                )
+            except KeyboardInterrupt:
+                return None
+            return {failure["itemIdentifier"] for failure in response["batchItemFailures"]}
+
+        interrupted = {e.id for e in envelopes if plan[e.id][0] in BATCH_ENDING}
+
+        def check(
+            batch_records: list[dict[str, Any]], failed: set[str] | None, held: set[str]
+        ) -> None:
+            """A KeyboardInterrupt raised ends the batch; anything else fails its record only."""
+            if failed is None:
+                assert any(attempts[i] == 1 for i in interrupted), "ended by nothing"
+                GENERATED.outcomes["hostile: batches ended by KeyboardInterrupt"] += 1
+                return
+            ids = {r["messageId"]: e for r, e in zip(records, envelopes, strict=True)}
+            raised = {m for m in (r["messageId"] for r in batch_records) if m in raising}
+            assert raised <= failed, "a record that raised was reported done"
+            stopped = {ids[m].subject for m in raised} if batch["fifo"] else set()
+            for record in batch_records:
+                message_id = record["messageId"]
+                if message_id in raised | held or ids[message_id].subject in stopped:
+                    continue
+                assert message_id not in failed, "a good record failed with a bad one"
+            GENERATED.outcomes["hostile: records failed alone"] += len(raised)
+
+        # SQS returns what failed (all of it after a KeyboardInterrupt), same
+        # messageIds, until nothing fails but the interrupted record, whose
+        # IN_PROGRESS record holds it until that invocation's time is over (on
+        # FIFO, with the later records of its group behind it).
+        def held_now() -> set[str]:
+            """The interrupted record, once run, and on FIFO its group: in progress elsewhere."""
+            held_groups = {e.subject for e in envelopes if e.id in interrupted and attempts[e.id]}
+            return {
+                r["messageId"]
+                for r, e in zip(records, envelopes, strict=True)
+                if (e.id in interrupted and attempts[e.id])
+                or (batch["fifo"] and e.subject in held_groups)
+            }
+
+        pending = records
+        held: set[str] = set()
+        for _ in range(len(records) + 2):
+            before = Counter(attempts)
+            failed = deliver(pending)
+            raising = {
+                r["messageId"]
+                for r, e in zip(records, envelopes, strict=True)
+                if plan[e.id][0] and attempts[e.id] == 1 and before[e.id] == 0
+            }
+            check(pending, failed, held)
+            held = held_now()
+            if failed is not None:
+                pending = [r for r in pending if r["messageId"] in failed]
+            if {r["messageId"] for r in pending} <= held:
+                break
+        assert {r["messageId"] for r in pending} <= held, "a record kept failing"
+        assert all(count == 1 for count in completed.values()), "an event completed twice"
+        for record, envelope in zip(records, envelopes, strict=True):
+            if record["messageId"] not in held:
+                assert completed[envelope.id] == 1, "an event was lost"
+        GENERATED.records["consumer records with hostile exceptions"] += len(records)
+        GENERATED.invariants["hostile exception -> its record only, none twice"] += 1
 
     run()
 

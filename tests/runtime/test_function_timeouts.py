@@ -138,3 +138,16 @@ def test_an_sqs_batch_that_times_out_returns_whole_to_the_queue(
     assert mapping.invocations[0].outcome == "failure"
     assert mapping.stats.messages_deleted == 0
     assert queue.depth() == 3
+
+
+def test_a_handler_that_exits_is_a_function_error_as_runtime_exit_error() -> None:
+    # Lambda's Python runtime lets SystemExit end its process: the invocation fails.
+    context = LambdaContext("arn:aws:lambda:eu-west-1:1:function:f", timeout_seconds=TIMEOUT)
+
+    def exits(event: dict[str, Any], _: Any) -> Any:
+        raise SystemExit(3)
+
+    result = invoke_handler(exits, {"Records": []}, context)
+
+    assert result.error == "Runtime.ExitError: Runtime exited with error: exit status 3"
+    assert result.response is None

@@ -5,7 +5,11 @@ copy (mutating it cannot change what the runtime retries), and a response
 that cannot be serialised is a function error, as ``Runtime.MarshalError`` is
 in Lambda, and so is a response over Lambda's 6 MB invocation response limit
 (``Function.ResponseSizeTooLarge``). Any exception the handler raises is a
-function error; it is recorded, never propagated. When the context follows the
+function error; it is recorded, never propagated. ``SystemExit`` too: Lambda's
+Python runtime does not catch it, the runtime process exits and the invocation
+fails with ``Runtime.ExitError`` (the sandbox then starts cold). A
+``KeyboardInterrupt`` propagates: it stops the local run, as Ctrl-C should.
+When the context follows the
 virtual clock, an invocation that ends past its deadline is a function error
 ("Task timed out"), whatever it returned: Lambda stops the function at the
 timeout and never sees its answer (its effects until then remain, as in AWS).
@@ -64,6 +68,14 @@ def invoke_handler(
     payload = json.loads(json.dumps(event))
     try:
         response = handler(payload, context)
+    except SystemExit as exit_:
+        if context.timed_out:
+            return _timed_out(context)
+        return HandlerResult(
+            request_id=context.aws_request_id,
+            error=f"Runtime.ExitError: Runtime exited with error: exit status {exit_.code}",
+            error_traceback=traceback.format_exc(),
+        )
     except Exception as error:
         if context.timed_out:
             return _timed_out(context)

@@ -2,7 +2,8 @@
 
 The consumer toolkit logs, at ERROR with the ``message_id``, every message it
 fails for its body or its function, and when the function raised, the
-exception itself (``exc_info``). A handler on the root logger (Powertools
+exception itself (its ``exception_type`` value carries it, and ``exc_info``
+when the consumer logs exception texts). A handler on the root logger (Powertools
 loggers propagate to it) keeps those records, so a test can ask *why* a
 message came back, not only which one. (An event another invocation holds is
 returned with a WARNING: a concurrency outcome, not a failure of the code.)
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+
+from dynamodb_outbox._consumer_errors import describe
 
 __all__ = ["ConsumerFailure", "FailureLog"]
 
@@ -43,14 +46,15 @@ class FailureLog(logging.Handler):
         message_id = getattr(record, "message_id", None)
         if not isinstance(message_id, str):
             return
-        exception = record.exc_info[1] if record.exc_info else None
+        carried = getattr(getattr(record, "exception_type", None), "exception", None)
+        exception = record.exc_info[1] if record.exc_info else carried
         reason = getattr(record, "reason", None)
         self.failures.append(
             ConsumerFailure(
                 message_id=message_id,
                 event_id=getattr(record, "event_id", None),
                 event_type=getattr(record, "event_type", None),
-                reason=str(reason) if reason is not None else record.getMessage(),
+                reason=_reason(reason, exception, record),
                 exception=exception,
             )
         )
@@ -66,3 +70,12 @@ class FailureLog(logging.Handler):
 
     def uninstall(self) -> None:
         logging.getLogger().removeHandler(self)
+
+
+def _reason(logged: object, exception: BaseException | None, record: logging.LogRecord) -> str:
+    """The logged reason; else, in-process only, the exception's own text (never logged)."""
+    if logged is not None:
+        return str(logged)
+    if exception is not None:
+        return describe(exception)
+    return record.getMessage()

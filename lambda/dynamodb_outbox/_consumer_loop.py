@@ -1,0 +1,104 @@
+"""The event loop ``async def`` consumers run on: one per process, kept across invocations.
+
+Lambda's Python runtime calls the handler again and again in the same thread
+of the same process (a warm sandbox). An async client made once and reused
+(aiohttp, asyncpg, aioboto3) is bound to the loop it was first used on, so
+that loop must outlive the invocation: a loop per batch makes every later
+invocation fail with "attached to a different loop". Powertools'
+``AsyncBatchProcessor`` keeps the thread's current loop for the same reason
+(``asyncio.get_event_loop()``, a new one only when there is none or it was
+closed); so does this module, and it sets the loop as the thread's current
+one, so code that calls ``asyncio.get_event_loop()`` outside a coroutine gets
+the same loop.
+
+Called from code that already runs a loop in this thread (a test, a web
+framework), blocking that loop's thread with ``run_until_complete`` is
+refused by asyncio ("Cannot run the event loop while another loop is
+running"): the batch then runs on the loop of one helper thread, kept for the
+life of the process as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import warnings
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+__all__ = ["process_loop", "run_to_end"]
+
+T = TypeVar("T")
+
+_local = threading.local()
+_helper_lock = threading.Lock()
+_helper: ThreadPoolExecutor | None = None
+
+
+def process_loop() -> asyncio.AbstractEventLoop:
+    """This thread's event loop for consumers: made (or adopted) once, then reused."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _current_or_new()
+        _local.loop = loop
+    return loop
+
+
+def _current_or_new() -> asyncio.AbstractEventLoop:
+    loop: asyncio.AbstractEventLoop | None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # none set in this thread (and, from 3.14, never made implicitly)
+        loop = None
+    if loop is None or loop.is_closed() or loop.is_running():
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+    return loop
+
+
+def run_to_end(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine ``make()`` returns to its end on the process loop; return its result.
+
+    An exception it raises is raised here; a ``KeyboardInterrupt`` first
+    cancels every task left on the loop, so nothing waits for half-done work.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run_on(process_loop(), make())
+    done: Future[T] = _helper_thread().submit(run_to_end, make)
+    return done.result()
+
+
+def _run_on(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> T:
+    task = loop.create_task(coroutine)
+    try:
+        return loop.run_until_complete(task)
+    except BaseException:
+        # Only a KeyboardInterrupt gets here (the batch fails records, never
+        # itself): the process is stopping. Cancel everything still running on
+        # the loop, records awaited from worker threads included, so that no
+        # worker waits forever for a coroutine nobody will run.
+        _cancel_all(loop)
+        raise
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
+def _helper_thread() -> ThreadPoolExecutor:
+    global _helper
+    with _helper_lock:
+        if _helper is None:
+            _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-consumer-loop")
+        return _helper
