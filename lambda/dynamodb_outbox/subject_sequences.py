@@ -8,10 +8,11 @@ the stream or the pending index hands them over (docs/decisions.md, "What "in
 order per subject" means on the ordered path").
 
 :func:`pending_sequences` reads one partition's pending sequenced events with
-one consistent ``Query`` (pages followed): the keys and the attributes of
-:data:`QUERY_ATTRIBUTES` only, never the envelopes. The module's IAM grants
-exactly that (main.tf, ``sequence_query_attributes``; sweeper.tf,
-publisher.tf).
+one consistent ``Query`` (pages followed): it returns the keys and the
+attributes of :data:`QUERY_ATTRIBUTES` only, never the envelopes, and the
+module's IAM grants exactly that (main.tf, ``sequence_query_attributes``;
+sweeper.tf, publisher.tf). DynamoDB charges it for the full size of the items
+read, though (docs/decisions.md, "What "in order per subject" means").
 
 :func:`lower_pending` is the rule both paths apply: a sequenced event goes
 only after every lower sequence of its subject still pending. Both read those

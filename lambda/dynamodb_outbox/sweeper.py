@@ -33,13 +33,14 @@ The rules, and why:
   (docs/decisions.md, "What "in order per subject" means"). A key that
   BatchGetItem left unread stops its partition for the rest of the run (its
   subject is unknown until it is read; order is promised per partition key
-  and subject). Events that carry a ``sequence`` go out in sequence order, and
-  their subject stops at the first lower sequence still pending in the table
-  that this run cannot send first: unread, not old enough by its id, or not
-  reached. One consistent ``Query`` per partition that has such events finds
-  them (:mod:`dynamodb_outbox.subject_sequences`: keys and four small
-  attributes, never the envelopes). Publication failures already stop the run
-  (above).
+  and subject). Events that carry a ``sequence`` go out in sequence order: one
+  consistent ``Query`` per partition that has such events finds the lower
+  sequences still pending (:mod:`dynamodb_outbox.subject_sequences`; charged
+  for the full size of the partition's outbox items, docs/decisions.md). A
+  lower one older than min age that this run's keys lack is read by key and
+  sent first; a subject waits only behind a lower one too young or unread. A
+  partition whose Query fails is held for the run, the others go on.
+  Publication failures already stop the run (above).
 """
 
 from __future__ import annotations
