@@ -404,6 +404,7 @@ class _Sweep:
                     continue
                 if sk not in ready and sk in blockers and sequence < highest:
                     taken.append(blockers.pop(sk))  # read for this subject: sent first
+                    self.result.blockers_sent_first += 1
                     continue
                 if sk not in ready:
                     break  # a lower sequence this run cannot send first
@@ -467,7 +468,6 @@ class _Sweep:
                 elif key_id(key, self.table_keys) not in unread:
                     # Published and deleted, or quarantined, since the Query.
                     self._settled.add(sort_key(key, self.table_keys))
-        self.result.blockers_sent_first += len(found)
         return found
 
     def _pending_sequences(

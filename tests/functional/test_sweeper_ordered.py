@@ -28,7 +28,7 @@ from botocore.exceptions import ClientError
 from dynamodb_outbox.envelope import Envelope, outbox_item
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink, Sink, SnsSink
-from dynamodb_outbox.sweeper import SweepResult, sweep
+from dynamodb_outbox.sweeper import SweepResult, record_metrics, sweep
 from tests.factories import make_envelope
 from tests.functional.outbox_helpers import (
     FIXED_NOW,
@@ -352,3 +352,19 @@ def test_a_failed_partition_query_holds_that_partition_and_the_run_goes_on(
     assert sorted(all_types(sns_fifo_topic)) == ["Plain", "Sequenced"]
     assert (result.held, result.sequence_query_failures) == (1, 1)
     assert outbox_table.pending_sort_keys() == {held.outbox_sk}
+
+
+def test_held_items_and_sent_first_events_are_metrics_not_only_logs() -> None:
+    recorded: dict[str, float] = {}
+
+    class Target:
+        def add_metric(self, *, name: str, unit: Any, value: float) -> None:
+            recorded[name] = value
+
+    result = SweepResult(held=4, blockers_sent_first=2, sequence_query_failures=1)
+    record_metrics(result, Target(), "PublishBatch")  # type: ignore[arg-type]
+    assert (
+        recorded["HeldItems"],
+        recorded["SentFirstEvents"],
+        recorded["SequenceReadFailures"],
+    ) == (4, 2, 1)
