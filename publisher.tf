@@ -112,8 +112,8 @@ data "aws_iam_policy_document" "publisher" {
   }
 
   # On the ordered path only: the pending sequences of a partition whose events
-  # carry a sequence, to leave an event behind a lower pending one to the
-  # sweeper (lambda/dynamodb_outbox/subject_sequences.py): keys and
+  # carry a sequence, to send the lower pending ones first
+  # (lambda/dynamodb_outbox/subject_sequences.py): keys and
   # local.sequence_query_attributes, never the envelopes.
   dynamic "statement" {
     for_each = var.publish_to == "sns_fifo" ? [1] : []
@@ -133,6 +133,17 @@ data "aws_iam_policy_document" "publisher" {
         variable = "dynamodb:Select"
         values   = ["SPECIFIC_ATTRIBUTES"]
       }
+    }
+  }
+
+  # On the ordered path only: those lower pending events, read by key (a
+  # consistent BatchGetItem of this table) to be sent before the later one.
+  dynamic "statement" {
+    for_each = var.publish_to == "sns_fifo" ? [1] : []
+    content {
+      sid       = "ReadLowerPendingSequences"
+      actions   = ["dynamodb:BatchGetItem"]
+      resources = [local.table_arn]
     }
   }
 
@@ -271,6 +282,7 @@ resource "aws_lambda_function" "publisher" {
   environment {
     variables = merge(local.publish_sink_environment, local.table_keys_environment, {
       OUTBOX_TABLE_NAME            = local.table_name
+      OUTBOX_SWEEPER_ENABLED       = tostring(local.sweeper_enabled)
       POWERTOOLS_SERVICE_NAME      = var.name
       POWERTOOLS_METRICS_NAMESPACE = local.metrics_namespace
       LOG_LEVEL                    = var.publisher.log_level

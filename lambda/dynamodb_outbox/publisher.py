@@ -41,14 +41,22 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from functools import cache
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import boto3
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
+from dynamodb_outbox.pending_index import (
+    BATCH_GET_MAX_KEYS,
+    is_pending,
+    key_id,
+    read_back,
+    sort_key,
+)
 from dynamodb_outbox.publishing import (
     OutboxCandidate,
     PublishDependencies,
@@ -65,6 +73,7 @@ from dynamodb_outbox.settings import (
     ENV_TABLE_NAME,
     required_env,
     sink_from_environment,
+    sweeper_enabled_from_environment,
     table_keys_from_environment,
 )
 from dynamodb_outbox.sinks import (
@@ -77,7 +86,14 @@ from dynamodb_outbox.stream_types import (
     DynamoDBStreamRecord,
     PartialBatchResponse,
 )
-from dynamodb_outbox.subject_sequences import defer_behind_lower_sequences
+from dynamodb_outbox.subject_sequences import (
+    PendingSequences,
+    lower_pending,
+    partition_of,
+    pending_sequences,
+    sequence_of,
+    subject_of,
+)
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
@@ -88,6 +104,9 @@ __all__ = [
     "read_stream_batch",
     "record_metrics",
 ]
+
+# Reads of lower sequences are retried only while this much of the invocation is left.
+_READ_RETRY_RESERVE_SECONDS: Final = 1.0
 
 metrics = Metrics(
     namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", DEFAULT_METRICS_NAMESPACE)
@@ -198,36 +217,115 @@ def read_stream_batch(
     return candidates, result
 
 
-def _defer_behind_lower_sequences(
+class _Ordered(NamedTuple):
+    """The candidates to send, in order; and where the batch must stop (a checkpoint)."""
+
+    candidates: list[OutboxCandidate]
+    stop: OutboxCandidate | None = None
+
+
+def _send_lower_sequences_first(
     candidates: list[OutboxCandidate],
     deps: PublishDependencies[PublisherDynamoDBClient],
     result: PublishResult,
-) -> list[OutboxCandidate]:
-    """The candidates to publish now; the others stay pending, in the sweeper's hands.
+    *,
+    sweeper_runs: bool,
+    time_left: Callable[[], float] | None,
+) -> _Ordered:
+    """The candidates with, before each sequenced one, the lower pending sequences of its subject.
 
     Stream records of two outbox items are ordered by nothing AWS documents,
-    so a sequenced event whose subject has a lower sequence still pending, and
-    not earlier in this batch, is neither sent nor deleted nor failed: the
-    sweeper sends it after the lower one (subject_sequences.py). Events
-    without a sequence cost nothing here.
+    so before a sequenced event the lower sequences of its subject still
+    pending (one consistent Query of its partition, subject_sequences.py) are
+    read by key and sent first, in sequence order, with the event's checkpoint.
+    Events without a sequence cost nothing here.
+
+    When a lower one cannot be read (unprocessed keys), the event stays pending
+    for the sweeper if one runs (``sweeper_runs``), untouched; without a sweeper
+    the batch stops there (a checkpoint: Lambda retries from that record), so
+    nothing is left in no one's hands. A failed Query or read stops the batch
+    there too: what comes before it is still published.
     """
-    deferral = defer_behind_lower_sequences(
-        [candidate.item for candidate in candidates],
-        deps.dynamodb_client,
-        deps.table_name,
-        deps.table_keys,
-    )
-    if not deferral.deferred:
-        return candidates
-    result.deferred += len(deferral.deferred)
-    logger.warning(
-        "events left pending behind a lower sequence of their subject; the sweeper sends them",
-        extra={
-            "deferred": len(deferral.deferred),
-            "checkpoints": [candidates[index].checkpoint for index in deferral.deferred],
-        },
-    )
-    return [candidates[index] for index in deferral.kept]
+    ordered: list[OutboxCandidate] = []
+    by_partition: dict[str, PendingSequences] = {}
+    done: set[str] = set()
+    client, table_keys = deps.dynamodb_client, deps.table_keys
+    for candidate in candidates:
+        item = candidate.item
+        sk = string_attribute(candidate.key, table_keys.sort) or ""
+        if sk in done:
+            continue  # already sent first, before a higher sequence of its subject
+        sequence, subject = sequence_of(item), subject_of(item)
+        if item is None or sequence is None or subject is None:
+            ordered.append(candidate)
+            done.add(sk)
+            continue
+        partition = partition_of(candidate.key, table_keys)
+        try:
+            if partition not in by_partition:
+                by_partition[partition], _ = pending_sequences(
+                    client, deps.table_name, candidate.key[table_keys.partition], table_keys
+                )
+            lower = [
+                {**candidate.key, table_keys.sort: {"S": low}}
+                for low in lower_pending(by_partition[partition], subject, sequence, done)
+            ]
+            found, unread = _read_by_key(lower, deps, time_left)
+        except (ClientError, BotoCoreError) as exc:
+            result.sequence_read_failures += 1
+            logger.warning(
+                "cannot read the lower pending sequences of an event's subject; "
+                "the batch stops at its record",
+                extra={"checkpoint": candidate.checkpoint, "error": describe_error(exc)},
+            )
+            return _Ordered(ordered, candidate)
+        if unread:
+            if not sweeper_runs:
+                logger.warning(
+                    "lower pending sequences left unread and no sweeper runs; "
+                    "the batch stops at the record of the later event",
+                    extra={"checkpoint": candidate.checkpoint, "unread": unread},
+                )
+                return _Ordered(ordered, candidate)
+            result.deferred += 1
+            logger.warning(
+                "event left pending behind an unread lower sequence of its subject; "
+                "the sweeper sends them in order",
+                extra={"checkpoint": candidate.checkpoint, "unread": unread},
+            )
+            continue  # its later sequences find it pending and lower, and wait too
+        for key in lower:
+            done.add(sort_key(key, table_keys))
+            lower_item = found.get(key_id(key, table_keys))
+            if lower_item is None or not is_pending(lower_item):
+                continue  # published (or quarantined) by another path meanwhile
+            result.sent_first += 1
+            ordered.append(candidate._replace(key=key, item=lower_item))
+        ordered.append(candidate)
+        done.add(sk)
+    return _Ordered(ordered)
+
+
+def _read_by_key(
+    keys: Sequence[AttributeMap],
+    deps: PublishDependencies[PublisherDynamoDBClient],
+    time_left: Callable[[], float] | None,
+) -> tuple[dict[str, AttributeMap], int]:
+    """The items of ``keys`` read consistently by key, and how many were left unread."""
+    found: dict[str, AttributeMap] = {}
+    unread = 0
+    for start in range(0, len(keys), BATCH_GET_MAX_KEYS):
+        read = read_back(
+            deps.dynamodb_client,
+            deps.table_name,
+            keys[start : start + BATCH_GET_MAX_KEYS],
+            sleep=deps.sleep,
+            may_retry=lambda: time_left is None or time_left() > _READ_RETRY_RESERVE_SECONDS,
+            table_keys=deps.table_keys,
+        )
+        found.update(read.items)
+        unread += len(read.unread)
+    return found, unread
 
 
 def publish_stream_batch(
@@ -235,17 +333,31 @@ def publish_stream_batch(
     deps: PublishDependencies[PublisherDynamoDBClient],
     *,
     time_left: Callable[[], float] | None = None,
+    sweeper_runs: bool = False,
 ) -> PublishResult:
     """Publish one stream batch in order, quarantine poison, delete what was published.
+
+    ``sweeper_runs`` (the handler reads ``OUTBOX_SWEEPER_ENABLED``) says whether an
+    event may be left pending for the sweeper on an ordered sink; without one it
+    never is (see :func:`_send_lower_sequences_first`).
 
     Returns the result whose :meth:`PublishResult.response` is the partial batch
     response. Raises :class:`MissingSequenceNumber` when the record to retry
     from cannot be named (after deleting what was published).
     """
     candidates, result = read_stream_batch(records, deps.table_keys)
+    stop: OutboxCandidate | None = None
     if deps.sink.rules.orders_by_subject:
-        candidates = _defer_behind_lower_sequences(candidates, deps, result)
+        candidates, stop = _send_lower_sequences_first(
+            candidates, deps, result, sweeper_runs=sweeper_runs, time_left=time_left
+        )
+        # One position per entry sent (a lower sequence sent first shares its
+        # later event's checkpoint, never its position).
+        candidates = [c._replace(position=n) for n, c in enumerate(candidates)]
     publish_outbox_items(candidates, deps, result=result, time_left=time_left)
+    if stop is not None and result.failure_position is None:
+        result.failure_position = stop.position
+        result.failure_checkpoint = stop.checkpoint
     if result.failure_position is not None:
         if result.failure_checkpoint is None:
             raise MissingSequenceNumber(
@@ -274,6 +386,11 @@ def default_runtime() -> PublishDependencies[PublisherDynamoDBClient]:
     )
 
 
+@cache
+def _sweeper_runs() -> bool:
+    return sweeper_enabled_from_environment()
+
+
 def record_metrics(
     result: PublishResult, target: Metrics, sink_name: str = EVENTBRIDGE_RULES.name
 ) -> None:
@@ -288,6 +405,12 @@ def record_metrics(
         "DeleteLeftovers": result.delete_leftovers,
         f"{sink_name}Calls": result.send_calls,
         "UnreadableRecords": result.unreadable,
+        # Ordered sinks: left pending for the sweeper; lower sequences sent first;
+        # partition Queries or reads of lower sequences that failed (the batch
+        # stopped there).
+        "DeferredEvents": result.deferred,
+        "SentFirstEvents": result.sent_first,
+        "SequenceReadFailures": result.sequence_read_failures,
     }
     for name, value in counts.items():
         target.add_metric(name=name, unit=MetricUnit.Count, value=value)
@@ -302,7 +425,9 @@ def handler(event: DynamoDBStreamEvent, context: LambdaContext) -> PartialBatchR
         records = []
     runtime = default_runtime()  # a configuration error fails the batch: retried, not lost
     try:
-        result = publish_stream_batch(records, runtime, time_left=_time_left(context))
+        result = publish_stream_batch(
+            records, runtime, time_left=_time_left(context), sweeper_runs=_sweeper_runs()
+        )
     except MissingSequenceNumber as exc:
         _emit_metrics(exc.result, runtime.sink)
         raise

@@ -156,6 +156,9 @@ class PublisherDynamoDBClient(Protocol):
         ConsistentRead: bool = ...,
     ) -> Mapping[str, Any]: ...
 
+    # On the ordered path, the lower pending events sent before a later one.
+    def batch_get_item(self, *, RequestItems: dict[str, Any]) -> Mapping[str, Any]: ...
+
 
 ClientT = TypeVar("ClientT", bound=PublisherDynamoDBClient, covariant=True)
 
@@ -202,8 +205,12 @@ class PublishResult:
     #: not outbox inserts (the mapping filter should have dropped them).
     skipped: int = 0
     #: ordered sinks: sequenced events left pending for the sweeper because a lower
-    #: sequence of their subject is still pending and not earlier in the batch.
+    #: sequence of their subject is still pending and could not be sent first.
     deferred: int = 0
+    #: ordered sinks: lower pending sequences read from the table and sent first.
+    sent_first: int = 0
+    #: ordered sinks: partition Queries (or reads of lower sequences) that failed.
+    sequence_read_failures: int = 0
     #: records without a readable key: nothing to publish or quarantine, logged.
     unreadable: int = 0
     #: entries (or quarantine writes) that failed retryably; a failed call counts

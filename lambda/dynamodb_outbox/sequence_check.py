@@ -11,9 +11,9 @@ that took effect, and says what each new one is.
 
 It keeps one item per (consumer, subject) in the idempotency table the
 toolkit already uses (hash key ``id``, TTL on ``expiration``), key
-``sequence#<consumer>#<subject>``, updated by one conditional ``UpdateItem``
-per event: the highest sequence wins, atomically, however many invocations
-race.
+``sequence#<consumer>#<subject>`` (a consumer name holds no ``#``), updated
+by one conditional ``UpdateItem`` per event: the highest sequence wins,
+atomically, however many invocations race.
 
 Use it around the function, inside the toolkit's idempotency, so a duplicate
 delivery is skipped before it is counted::
@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal, ParamSpec, Protocol, TypeVar
 
+from dynamodb_outbox.consumer import DEFAULT_EXPIRES_AFTER_SECONDS
 from dynamodb_outbox.envelope import Envelope
 
 __all__ = [
@@ -60,8 +61,8 @@ METRIC_REORDERINGS: Final = "SequenceReorderings"
 _KEY_ATTR: Final = "id"
 _EXPIRY_ATTR: Final = "expiration"
 #: How long a subject's highest sequence is kept after its last event: as long
-#: as the toolkit's idempotency records by default (7 days).
-DEFAULT_KEEP_SECONDS: Final = 7 * 24 * 60 * 60
+#: as the toolkit's idempotency records by default (one source: the consumer's).
+DEFAULT_KEEP_SECONDS: Final = DEFAULT_EXPIRES_AFTER_SECONDS
 
 _UPDATE: Final = "SET #last = :sequence, #subject = :subject, #expiration = :expiration"
 _CONDITION: Final = "attribute_not_exists(#last) OR #last < :sequence"
@@ -74,7 +75,10 @@ _R = TypeVar("_R")
 class SequenceVerdict(enum.Enum):
     """What an event's sequence says about its place among its subject's events."""
 
-    #: no earlier sequence of its subject is known (the first, or the record expired).
+    #: no earlier sequence of its subject is known: the first, or the record
+    #: expired (``keep_seconds`` after the subject's last event). A first one
+    #: above 1 may follow lower ones that never took effect here; the tracker
+    #: cannot tell that from an expired record, so it is not called a gap.
     FIRST = "first"
     #: exactly one above the highest known.
     IN_ORDER = "in_order"
@@ -129,7 +133,7 @@ class _Counter(Protocol):
 
 
 def sequence_key(consumer_name: str, subject: str) -> str:
-    """``sequence#<consumer name>#<subject>``."""
+    """``sequence#<consumer name>#<subject>``: a consumer name holds no ``#``, so it is unique."""
     return f"{SEQUENCE_KEY_PREFIX}{consumer_name}#{subject}"
 
 
@@ -153,6 +157,10 @@ class SequenceTracker:
     ) -> None:
         if not table_name or not consumer_name:
             raise ValueError("SequenceTracker needs a table name and a consumer name")
+        if "#" in consumer_name:
+            # The key is sequence#<consumer>#<subject>: the first "#" after the
+            # prefix must end the name, or two (consumer, subject) pairs share one.
+            raise ValueError(f"consumer_name {consumer_name!r} must not contain '#'")
         if keep_seconds <= 0:
             raise ValueError("keep_seconds must be positive")
         self.table_name = table_name

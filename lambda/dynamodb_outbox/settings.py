@@ -35,6 +35,7 @@ __all__ = [
     "ENV_PENDING_SHARDS",
     "ENV_PUBLISH_TO",
     "ENV_SORT_KEY",
+    "ENV_SWEEPER_ENABLED",
     "ENV_TABLE_NAME",
     "ENV_TOPIC_ARN",
     "ClientFactory",
@@ -44,6 +45,7 @@ __all__ = [
     "pending_shards_from_environment",
     "required_env",
     "sink_from_environment",
+    "sweeper_enabled_from_environment",
     "table_keys_from_environment",
 ]
 
@@ -63,6 +65,10 @@ ENV_PENDING_INDEX: Final = "OUTBOX_PENDING_INDEX"
 ENV_PENDING_SHARDS: Final = "OUTBOX_PENDING_SHARDS"
 ENV_MIN_AGE_SECONDS: Final = "OUTBOX_SWEEPER_MIN_AGE_SECONDS"
 ENV_MAX_ITEMS: Final = "OUTBOX_SWEEPER_MAX_ITEMS"
+
+# The publisher: whether a sweeper runs (sweeper.enabled), so an event may be left
+# pending for it on the ordered path.
+ENV_SWEEPER_ENABLED: Final = "OUTBOX_SWEEPER_ENABLED"
 
 # The reference consumer.
 ENV_IDEMPOTENCY_TABLE: Final = "OUTBOX_IDEMPOTENCY_TABLE"
@@ -125,6 +131,22 @@ def pending_shards_from_environment(environ: Mapping[str, str]) -> int:
             f"{DEFAULT_PENDING_SHARDS} (the writer's shard count), got {text!r}"
         )
     return DEFAULT_PENDING_SHARDS
+
+
+def sweeper_enabled_from_environment(environ: Mapping[str, str] | None = None) -> bool:
+    """``OUTBOX_SWEEPER_ENABLED``: ``true`` or ``false``; unset means no sweeper (the safe side).
+
+    Raises :class:`ConfigurationError` naming the variable for any other value.
+    """
+    text = (os.environ if environ is None else environ).get(ENV_SWEEPER_ENABLED, "")
+    value = text.strip().lower()
+    if value in ("", "false"):
+        return False
+    if value == "true":
+        return True
+    raise ConfigurationError(
+        f"environment variable {ENV_SWEEPER_ENABLED} must be true or false, got {text!r}"
+    )
 
 
 def table_keys_from_environment(environ: Mapping[str, str] | None = None) -> TableKeys:

@@ -8,22 +8,26 @@ the stream or the pending index hands them over (docs/decisions.md, "What "in
 order per subject" means on the ordered path").
 
 :func:`pending_sequences` reads one partition's pending sequenced events with
-one consistent ``Query`` (pages followed): the keys and the attributes of
-:data:`QUERY_ATTRIBUTES` only, never the envelopes. The module's IAM grants
-exactly that (main.tf, ``sequence_query_attributes``; sweeper.tf,
-publisher.tf).
+one consistent ``Query`` (pages followed): it returns the keys and the
+attributes of :data:`QUERY_ATTRIBUTES` only, never the envelopes, and the
+module's IAM grants exactly that (main.tf, ``sequence_query_attributes``;
+sweeper.tf, publisher.tf). DynamoDB charges it for the full size of the items
+read, though (docs/decisions.md, "What "in order per subject" means").
 
-:func:`defer_behind_lower_sequences` is the stream publisher's rule: a
-sequenced event goes only when every lower sequence of its subject still
-pending is earlier in the same batch; otherwise it stays pending, untouched,
-and the sweeper sends it in sequence order once the lower one is out.
+:func:`lower_pending` is the rule both paths apply: a sequenced event goes
+only after every lower sequence of its subject still pending. Both read those
+lower events by key and send them first (publisher.py, sweeper.py).
+
+A sequenced event's subject is its partition key value (the writer refuses
+anything else), so one partition's Query holds every pending event of the
+subject.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, NamedTuple, Protocol
+from collections.abc import Container, Mapping
+from typing import Any, Final, Literal, Protocol
 
 from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
@@ -37,10 +41,9 @@ from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 __all__ = [
     "QUERY_ATTRIBUTES",
-    "Deferral",
     "PendingSequences",
     "SequenceReader",
-    "defer_behind_lower_sequences",
+    "lower_pending",
     "partition_of",
     "pending_sequences",
     "sequence_of",
@@ -157,50 +160,8 @@ def pending_sequences(
     return found, calls
 
 
-class Deferral(NamedTuple):
-    """What :func:`defer_behind_lower_sequences` kept, left pending, and read."""
-
-    kept: list[int]
-    deferred: list[int]
-    queries: int
-
-
-def defer_behind_lower_sequences(
-    items: Sequence[Mapping[str, Any] | None],
-    client: SequenceReader,
-    table_name: str,
-    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
-) -> Deferral:
-    """Indexes of ``items`` (a batch, in order) to publish now, and of those to leave pending.
-
-    An item without a sequence is always kept. A sequenced one is kept when
-    every lower sequence of its subject still pending in the table is an item
-    kept earlier in ``items``; otherwise it is deferred, and so is every later
-    one of its subject (the deferred one is pending and lower).
-    """
-    by_partition: dict[str, PendingSequences] = {}
-    kept_sks: set[str] = set()
-    kept: list[int] = []
-    deferred: list[int] = []
-    queries = 0
-    for index, item in enumerate(items):
-        sequence = sequence_of(item)
-        subject = subject_of(item)
-        if item is None or sequence is None or subject is None:
-            kept.append(index)
-            continue
-        partition = partition_of(item, table_keys)
-        if partition not in by_partition:
-            by_partition[partition], calls = pending_sequences(
-                client, table_name, item[table_keys.partition], table_keys
-            )
-            queries += calls
-        lower = [sk for seq, sk in by_partition[partition].get(subject, []) if seq < sequence]
-        if all(sk in kept_sks for sk in lower):
-            kept.append(index)
-            sort = item.get(table_keys.sort)
-            if isinstance(sort, Mapping) and isinstance(sort.get("S"), str):
-                kept_sks.add(sort["S"])
-        else:
-            deferred.append(index)
-    return Deferral(kept, deferred, queries)
+def lower_pending(
+    pending: PendingSequences, subject: str, sequence: int, done: Container[str]
+) -> list[str]:
+    """Sort keys of ``subject``'s pending sequences below ``sequence`` not in ``done``, in order."""
+    return [sk for seq, sk in pending.get(subject, []) if seq < sequence and sk not in done]

@@ -33,13 +33,14 @@ The rules, and why:
   (docs/decisions.md, "What "in order per subject" means"). A key that
   BatchGetItem left unread stops its partition for the rest of the run (its
   subject is unknown until it is read; order is promised per partition key
-  and subject). Events that carry a ``sequence`` go out in sequence order, and
-  their subject stops at the first lower sequence still pending in the table
-  that this run cannot send first: unread, not old enough by its id, or not
-  reached. One consistent ``Query`` per partition that has such events finds
-  them (:mod:`dynamodb_outbox.subject_sequences`: keys and four small
-  attributes, never the envelopes). Publication failures already stop the run
-  (above).
+  and subject). Events that carry a ``sequence`` go out in sequence order: one
+  consistent ``Query`` per partition that has such events finds the lower
+  sequences still pending (:mod:`dynamodb_outbox.subject_sequences`; charged
+  for the full size of the partition's outbox items, docs/decisions.md). A
+  lower one older than min age that this run's keys lack is read by key and
+  sent first; a subject waits only behind a lower one too young or unread. A
+  partition whose Query fails is held for the run, the others go on.
+  Publication failures already stop the run (above).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from typing import Any, Final, NamedTuple, Protocol
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox.envelope import (
     DEFAULT_PENDING_SHARDS,
@@ -81,6 +83,7 @@ from dynamodb_outbox.publishing import (
     PublishDependencies,
     PublisherDynamoDBClient,
     PublishResult,
+    describe_error,
     publish_outbox_items,
 )
 from dynamodb_outbox.settings import (
@@ -101,6 +104,7 @@ from dynamodb_outbox.sinks import Sink
 from dynamodb_outbox.stream_types import AttributeMap
 from dynamodb_outbox.subject_sequences import (
     PendingSequences,
+    lower_pending,
     partition_of,
     pending_sequences,
     sequence_of,
@@ -170,6 +174,11 @@ class SweepResult:
     held: int = 0
     #: consistent queries of one partition's pending sequences (ordered sinks only).
     partition_queries: int = 0
+    #: partition Queries that failed; their partition was held for the run.
+    sequence_query_failures: int = 0
+    #: lower sequences not among the keys taken (newer ids, or past ``max_items``)
+    #: read by key and sent before the events they held (ordered sinks only).
+    blockers_sent_first: int = 0
     #: more old items than this run took (``max_items``, time, or a failure).
     more_pending: bool = False
     #: why the run stopped early: ``max_items``, ``time`` or ``retryable_failure``.
@@ -336,6 +345,9 @@ class _Sweep:
             if self.ordered and partition in self._stopped_partitions:
                 self.result.held += 1
                 continue
+            if self.ordered and sort_key(key, self.table_keys) in self._settled:
+                self.result.not_pending += 1  # sent earlier this run, before a later sequence
+                continue
             item = read.items.get(key_id(key, self.table_keys))
             if item is None or not is_pending(item):
                 # Published and deleted, or quarantined, since the index was read.
@@ -356,10 +368,21 @@ class _Sweep:
     def _in_sequence_order(self, items: list[AttributeMap]) -> list[AttributeMap]:
         """``items`` with each subject's sequenced events in sequence order, held ones left out.
 
-        A subject's events take the places its events had in ``items`` (so other
-        subjects keep theirs); an event goes only when every lower sequence of
-        its subject still pending in the table goes before it in this run.
+        A subject's events go at the place of its first one in ``items`` (other
+        subjects keep their places); an event goes only when every lower
+        sequence of its subject still pending in the table goes before it in
+        this run. Lower sequences old enough to sweep that ``items`` lacks (their
+        ids are newer, or beyond ``max_items``) are read by key and sent first,
+        so held keys never fill a run. A partition whose Query fails is held
+        for this run, and the run goes on with the others.
         """
+        for item in items:
+            if sequence_of(item) is not None and subject_of(item) is not None:
+                self._pending_sequences(item, self._partition(item))
+        if self._stopped_partitions:  # a Query failed: its partition waits for the next run
+            kept = [item for item in items if self._partition(item) not in self._stopped_partitions]
+            self.result.held += len(items) - len(kept)
+            items = kept
         groups: dict[tuple[str, str], list[int]] = {}
         for place, item in enumerate(items):
             subject = subject_of(item)
@@ -367,14 +390,20 @@ class _Sweep:
                 groups.setdefault((self._partition(item), subject), []).append(place)
         if not groups:
             return items
-        placed: list[AttributeMap | None] = list(items)
+        blockers = self._read_blockers(items, groups)
+        placed: list[list[AttributeMap]] = [[item] for item in items]
         for (partition, subject), places in groups.items():
             ready = {sort_key(items[place], self.table_keys): items[place] for place in places}
+            highest = max(sequence_of(items[place]) or 0 for place in places)
             taken: list[AttributeMap] = []
             # Held events are not settled: a later page meets them in this walk and
             # stops there, so nothing passes them within the run.
-            for _, sk in self._pending_sequences(items[places[0]], partition).get(subject, []):
+            for sequence, sk in self._sequences[partition].get(subject, []):
                 if sk in self._settled:
+                    continue
+                if sk not in ready and sk in blockers and sequence < highest:
+                    taken.append(blockers.pop(sk))  # read for this subject: sent first
+                    self.result.blockers_sent_first += 1
                     continue
                 if sk not in ready:
                     break  # a lower sequence this run cannot send first
@@ -390,18 +419,82 @@ class _Sweep:
                         ),
                     },
                 )
-            for n, place in enumerate(places):
-                placed[place] = taken[n] if n < len(taken) else None
+            for place in places:
+                placed[place] = []
+            placed[places[0]] = taken
             self._settled.update(sort_key(item, self.table_keys) for item in taken)
-        return [item for item in placed if item is not None]
+        return [item for group in placed for item in group]
 
-    def _pending_sequences(self, item: Mapping[str, Any], partition: str) -> PendingSequences:
-        """The partition's pending sequenced events (read once per run)."""
+    def _read_blockers(
+        self, items: Sequence[AttributeMap], groups: Mapping[tuple[str, str], list[int]]
+    ) -> dict[str, AttributeMap]:
+        """Lower pending sequences of ``groups`` old enough to sweep and not in ``items``, read.
+
+        By sort key; only those still pending. Unread ones stay out (their
+        subject is held).
+        """
+        present = {sort_key(item, self.table_keys) for item in items}
+        wanted: list[AttributeMap] = []
+        for (partition, subject), places in groups.items():
+            highest = max(sequence_of(items[place]) or 0 for place in places)
+            partition_value = items[places[0]][self.table_keys.partition]
+            for sk in lower_pending(
+                self._sequences[partition], subject, highest, self._settled | present
+            ):
+                if sk >= self.result.boundary_sk:
+                    break  # too young: the stream path may be sending it now
+                wanted.append(
+                    {self.table_keys.partition: partition_value, self.table_keys.sort: {"S": sk}}
+                )
+        found: dict[str, AttributeMap] = {}
+        for start in range(0, len(wanted), BATCH_GET_MAX_KEYS):
+            read = read_back(
+                self.dynamodb,
+                self.table_name,
+                wanted[start : start + BATCH_GET_MAX_KEYS],
+                retries=self.read_retries,
+                sleep=self.sleep,
+                may_retry=lambda: not self.out_of_time(),
+                table_keys=self.table_keys,
+            )
+            self.result.batch_get_calls += read.calls
+            self.result.unfetched += len(read.unread)
+            unread = {key_id(key, self.table_keys) for key in read.unread}
+            for key in wanted[start : start + BATCH_GET_MAX_KEYS]:
+                item = read.items.get(key_id(key, self.table_keys))
+                if item is not None and is_pending(item):
+                    found[sort_key(key, self.table_keys)] = item
+                elif key_id(key, self.table_keys) not in unread:
+                    # Published and deleted, or quarantined, since the Query.
+                    self._settled.add(sort_key(key, self.table_keys))
+        return found
+
+    def _pending_sequences(
+        self, item: Mapping[str, Any], partition: str
+    ) -> PendingSequences | None:
+        """The partition's pending sequenced events (read once per run); None if it is held."""
+        if partition in self._stopped_partitions:
+            return None
         known = self._sequences.get(partition)
         if known is None:
-            known, calls = pending_sequences(
-                self.dynamodb, self.table_name, item[self.table_keys.partition], self.table_keys
-            )
+            try:
+                known, calls = pending_sequences(
+                    self.dynamodb,
+                    self.table_name,
+                    item[self.table_keys.partition],
+                    self.table_keys,
+                )
+            except (ClientError, BotoCoreError) as exc:
+                self.result.sequence_query_failures += 1
+                self._stopped_partitions.add(partition)
+                logger.warning(
+                    "cannot query a partition's pending sequences; it is held for this run",
+                    extra={
+                        "key": loggable_key(self.table_keys.key_of(item), self.table_keys),
+                        "error": describe_error(exc),
+                    },
+                )
+                return None
             self.result.partition_queries += calls
             self._sequences[partition] = known
         return known
@@ -542,6 +635,11 @@ def record_metrics(result: SweepResult, target: Metrics, sink_name: str) -> None
         "RetryableFailures": result.publish.retryable_failures,
         "DeleteLeftovers": result.publish.delete_leftovers,
         f"{sink_name}Calls": result.publish.send_calls,
+        # Ordered sinks: items left pending behind an earlier event of their subject,
+        # lower sequences read and sent first, partition Queries that failed.
+        "HeldItems": result.held,
+        "SentFirstEvents": result.blockers_sent_first,
+        "SequenceReadFailures": result.sequence_query_failures,
     }
     for name, value in counts.items():
         target.add_metric(name=name, unit=MetricUnit.Count, value=value)

@@ -792,7 +792,7 @@ class OutboxWriter:
             )
         for position, envelope in enumerate(envelopes):
             actions.append(self._event_action(pk, envelope, len(actions), position))
-        _check_sequences(envelopes)
+        _check_sequences(envelopes, pk, self.table_keys.partition)
         for position, raw in enumerate(extra_actions):
             actions.append(self._extra_action(raw, len(actions), position))
         _check_limits(actions)
@@ -997,12 +997,24 @@ class OutboxWriter:
 # ------------------------------------------------------------------------- checks
 
 
-def _check_sequences(envelopes: Sequence[Envelope]) -> None:
-    """Two events of one subject in one write never share a ``sequence``."""
+def _check_sequences(envelopes: Sequence[Envelope], pk: str, partition_key: str) -> None:
+    """A sequenced event's subject is its partition key; two never share a ``sequence``.
+
+    The publishers find a subject's pending sequences with one Query of the
+    event's partition: a subject spread over partitions could not be ordered
+    (docs/decisions.md, "What "in order per subject" means on the ordered path").
+    """
     seen: dict[tuple[str, int], int] = {}
     for position, envelope in enumerate(envelopes):
         if envelope.sequence is None:
             continue
+        if envelope.subject != pk:
+            raise InvalidWrite(
+                f"event #{position} carries sequence {envelope.sequence} but its subject "
+                f"{_short(envelope.subject)} is not the {partition_key} it is written under "
+                f"({_short(pk)}): a sequenced event's subject must be its partition key value, "
+                "the unit its order is kept in; drop subject= or write it under that partition"
+            )
         earlier = seen.setdefault((envelope.subject, envelope.sequence), position)
         if earlier != position:
             raise InvalidWrite(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dynamodb_outbox.consumer import OutboxConsumer
+from dynamodb_outbox.consumer import DEFAULT_EXPIRES_AFTER_SECONDS, OutboxConsumer
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.sequence_check import (
     SequenceObservation,
@@ -155,3 +155,17 @@ def test_an_error_recording_the_sequence_never_fails_an_event_that_took_effect(
 
     assert failure_ids(response) == []
     assert sum(function.effects.values()) == 1
+
+
+def test_the_tracker_keeps_a_subject_as_long_as_the_consumers_idempotency_window() -> None:
+    # One source: the consumer's default window itself, not a second 7-day
+    # constant that agrees today (two computed 604800s are two int objects)
+    tracker = SequenceTracker(IDEMPOTENCY_TABLE, CONSUMER)
+    assert tracker.keep_seconds is DEFAULT_EXPIRES_AFTER_SECONDS
+
+
+def test_a_consumer_name_with_a_hash_is_refused_so_tracker_keys_never_collide() -> None:
+    # "a#b" + "c" and "a" + "b#c" would both be sequence#a#b#c
+    with pytest.raises(ValueError, match=r"consumer_name 'a#b' must not contain '#'"):
+        SequenceTracker(IDEMPOTENCY_TABLE, "a#b")
+    assert sequence_key("a", "b#c") == "sequence#a#b#c"

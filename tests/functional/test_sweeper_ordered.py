@@ -7,10 +7,11 @@ says what is promised; these tests pin the sweeper's part of it:
   (its subject is unknown until the item is read, and the order promise is per
   partition key and subject), so a later event of that subject is not sent
   ahead of it;
-* events that carry a per-subject ``sequence`` go out in sequence order, and a
-  subject whose lower sequence is still pending anywhere in the table (young,
-  unread, or in a later page) is held, so an event id made for an earlier time
-  cannot jump the queue.
+* events that carry a per-subject ``sequence`` go out in sequence order: a
+  lower sequence still pending and old enough is read by key and sent first
+  (wherever its id puts it in the index); one still young or unread holds its
+  subject, so an event id made for an earlier time cannot jump the queue;
+* a partition whose Query fails is held for the run; the others go on.
 
 Nothing sleeps: ages come from the ULIDs and the run's ``now``.
 """
@@ -21,10 +22,13 @@ import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+import pytest
+from botocore.exceptions import ClientError
+
 from dynamodb_outbox.envelope import Envelope, outbox_item
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink, Sink, SnsSink
-from dynamodb_outbox.sweeper import SweepResult, sweep
+from dynamodb_outbox.sweeper import SweepResult, record_metrics, sweep
 from tests.factories import make_envelope
 from tests.functional.outbox_helpers import (
     FIXED_NOW,
@@ -48,7 +52,9 @@ OLD = NOW - timedelta(minutes=10)
 OTHER_PK = "ORDER#2002"
 
 
-def run_sweep(table: OutboxTable, sink: Sink, *, dynamodb: Any = None) -> SweepResult:
+def run_sweep(
+    table: OutboxTable, sink: Sink, *, dynamodb: Any = None, max_items: int = 1000
+) -> SweepResult:
     return sweep(
         PublishDependencies(
             sink=sink,
@@ -60,6 +66,7 @@ def run_sweep(table: OutboxTable, sink: Sink, *, dynamodb: Any = None) -> SweepR
         index_name="outbox-pending",
         shards=8,
         min_age_seconds=int(MIN_AGE.total_seconds()),
+        max_items=max_items,
         now=NOW,
     )
 
@@ -89,6 +96,10 @@ def delivered_types(topic: SnsTopic, subject: str = PK) -> list[str]:
         for message in topic.received()
         if message.group_id == subject
     ]
+
+
+def all_types(topic: SnsTopic) -> list[str]:
+    return [json.loads(message.body)["type"] for message in topic.received()]
 
 
 def fifo(topic: SnsTopic) -> SnsSink:
@@ -204,7 +215,7 @@ def test_sequenced_events_are_swept_in_sequence_order_whatever_their_ids_say(
     assert (result.held, result.swept) == (0, 2)
 
 
-def test_a_lower_sequence_on_a_later_page_is_sent_first_and_the_higher_one_waits(
+def test_a_lower_sequence_on_a_later_page_is_read_and_sent_before_the_higher_one(
     outbox_table: OutboxTable, sns_fifo_topic: SnsTopic
 ) -> None:
     # GIVEN OrderPaid (sequence 2, oldest id) on the first page of 100 keys and
@@ -216,11 +227,11 @@ def test_a_lower_sequence_on_a_later_page_is_sent_first_and_the_higher_one_waits
 
     first = run_sweep(outbox_table, fifo(sns_fifo_topic))
 
-    # THEN OrderCreated goes in this run, OrderPaid in the next one, never before
-    assert delivered_types(sns_fifo_topic) == ["OrderCreated"]
-    assert (first.held, first.swept) == (1, 121)
-    run_sweep(outbox_table, fifo(sns_fifo_topic))
-    assert delivered_types(sns_fifo_topic) == ["OrderPaid"]
+    # THEN OrderCreated is read by its key and sent first, OrderPaid right after;
+    # its own key on the second page finds it gone
+    assert delivered_types(sns_fifo_topic) == ["OrderCreated", "OrderPaid"]
+    assert (first.held, first.swept, first.blockers_sent_first) == (0, 122, 1)
+    assert outbox_table.pending_sort_keys() == set()
 
 
 def test_a_quarantined_lower_sequence_does_not_hold_its_subject(
@@ -260,7 +271,10 @@ def test_the_partition_query_names_only_what_the_sweeper_role_may_read(
     assert result.partition_queries == len(table_queries) == 1
     allowed = _default_key_attributes() | _hcl_string_list("sequence_query_attributes")
     for query in table_queries:
-        assert set(query["ExpressionAttributeNames"].values()) <= allowed
+        names = query["ExpressionAttributeNames"]
+        assert set(names.values()) <= allowed
+        projected = {names[part.strip()] for part in query["ProjectionExpression"].split(",")}
+        assert projected == allowed - {"PK"}  # the sort key and the sequence attributes
         assert query["Select"] == "SPECIFIC_ATTRIBUTES"
         assert query["ConsistentRead"] is True
 
@@ -280,3 +294,77 @@ def test_an_item_with_a_sequence_but_no_subject_attribute_is_swept_as_unsequence
 
     assert delivered_types(sns_fifo_topic) == ["OrderCreated"]
     assert (result.held, result.partition_queries) == (0, 0)
+
+
+def test_held_keys_filling_max_items_send_their_lower_sequences_first(
+    outbox_table: OutboxTable, sns_fifo_topic: SnsTopic
+) -> None:
+    # GIVEN sequence 2 of two subjects with the oldest ids, their sequence 1 newer
+    # (still old enough), and a run that takes only the 2 oldest keys
+    for pk in (PK, OTHER_PK):
+        put_event(outbox_table, f"{pk}:2", OLD - timedelta(hours=1), pk=pk, sequence=2)
+    for pk in (PK, OTHER_PK):
+        put_event(outbox_table, f"{pk}:1", OLD, pk=pk, sequence=1)
+
+    result = run_sweep(outbox_table, fifo(sns_fifo_topic), max_items=2)
+
+    # THEN the held keys do not starve their blockers: all four go, in order per subject
+    delivered = all_types(sns_fifo_topic)
+    assert sorted(delivered) == sorted(f"{pk}:{n}" for pk in (PK, OTHER_PK) for n in (1, 2))
+    for pk in (PK, OTHER_PK):
+        assert delivered.index(f"{pk}:1") < delivered.index(f"{pk}:2")
+    assert (result.held, result.blockers_sent_first) == (0, 2)
+    assert outbox_table.pending_sort_keys() == set()
+
+
+class FailingPartitionQuery:
+    """The table's client; the partition Query of ``pk`` answers an error."""
+
+    def __init__(self, real: Any, pk: str, code: str) -> None:
+        self.real, self.pk, self.code = real, pk, code
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def query(self, **request: Any) -> Any:
+        values = request.get("ExpressionAttributeValues", {})
+        if "IndexName" not in request and values.get(":pk") == {"S": self.pk}:
+            raise ClientError({"Error": {"Code": self.code, "Message": "no"}}, "Query")
+        return self.real.query(**request)
+
+
+@pytest.mark.parametrize(
+    "code", ["ProvisionedThroughputExceededException", "AccessDeniedException"]
+)
+def test_a_failed_partition_query_holds_that_partition_and_the_run_goes_on(
+    outbox_table: OutboxTable, sns_fifo_topic: SnsTopic, code: str
+) -> None:
+    held = put_event(outbox_table, "Held", OLD - timedelta(minutes=5), sequence=1)
+    put_event(outbox_table, "Plain", OLD, pk=OTHER_PK)
+    put_event(outbox_table, "Sequenced", OLD, pk="ORDER#3003", sequence=1)
+
+    result = run_sweep(
+        outbox_table,
+        fifo(sns_fifo_topic),
+        dynamodb=FailingPartitionQuery(outbox_table.client, PK, code),
+    )
+
+    assert sorted(all_types(sns_fifo_topic)) == ["Plain", "Sequenced"]
+    assert (result.held, result.sequence_query_failures) == (1, 1)
+    assert outbox_table.pending_sort_keys() == {held.outbox_sk}
+
+
+def test_held_items_and_sent_first_events_are_metrics_not_only_logs() -> None:
+    recorded: dict[str, float] = {}
+
+    class Target:
+        def add_metric(self, *, name: str, unit: Any, value: float) -> None:
+            recorded[name] = value
+
+    result = SweepResult(held=4, blockers_sent_first=2, sequence_query_failures=1)
+    record_metrics(result, Target(), "PublishBatch")  # type: ignore[arg-type]
+    assert (
+        recorded["HeldItems"],
+        recorded["SentFirstEvents"],
+        recorded["SequenceReadFailures"],
+    ) == (4, 2, 1)

@@ -202,11 +202,12 @@ run "defaults_are_safe" {
       OUTBOX_SORT_KEY              = "SK"
       OUTBOX_PUBLISH_TO            = "eventbridge"
       OUTBOX_EVENT_BUS_NAME        = "orders-outbox"
+      OUTBOX_SWEEPER_ENABLED       = "true"
       POWERTOOLS_SERVICE_NAME      = "orders-outbox"
       POWERTOOLS_METRICS_NAMESPACE = "DynamoDBOutbox"
       LOG_LEVEL                    = "INFO"
     })
-    error_message = "The publisher's environment must name the table and its keys, the transport (eventbridge) and the bus, and configure Powertools."
+    error_message = "The publisher's environment must name the table and its keys, the transport (eventbridge) and the bus, whether a sweeper runs, and configure Powertools."
   }
 
   assert {

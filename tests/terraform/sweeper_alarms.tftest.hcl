@@ -1067,6 +1067,39 @@ run "publisher_and_sweeper_on_the_ordered_path_may_query_a_partitions_pending_se
     ])
     error_message = "On the ordered path the publisher and the sweeper may Query the table for the keys and the sequence attributes only (subject_sequences.py)."
   }
+
+  assert {
+    condition = (
+      one([for s in data.aws_iam_policy_document.publisher.statement : s.actions if s.sid == "ReadLowerPendingSequences"]) == toset(["dynamodb:BatchGetItem"])
+      && one([for s in data.aws_iam_policy_document.publisher.statement : s.resources if s.sid == "ReadLowerPendingSequences"]) == toset([local.table_arn])
+    )
+    error_message = "On the ordered path the publisher reads a subject's lower pending events by key (BatchGetItem on the table) to send them first."
+  }
+
+  assert {
+    condition     = aws_lambda_function.publisher.environment[0].variables["OUTBOX_SWEEPER_ENABLED"] == "true"
+    error_message = "The publisher is told a sweeper runs (OUTBOX_SWEEPER_ENABLED = sweeper.enabled)."
+  }
+}
+
+run "without_a_sweeper_the_publisher_is_told_none_runs" {
+  command = plan
+
+  variables {
+    publish_to = "sns_fifo"
+    sweeper    = { enabled = false }
+  }
+
+  override_resource {
+    target          = aws_sns_topic.this[0]
+    override_during = plan
+    values          = { arn = "arn:aws:sns:eu-west-1:111122223333:orders-outbox.fifo" }
+  }
+
+  assert {
+    condition     = aws_lambda_function.publisher.environment[0].variables["OUTBOX_SWEEPER_ENABLED"] == "false"
+    error_message = "With sweeper.enabled = false the publisher must never leave an event pending for a sweeper (OUTBOX_SWEEPER_ENABLED = \"false\")."
+  }
 }
 
 run "publisher_and_sweeper_off_the_ordered_path_have_no_query_on_the_table" {
@@ -1074,7 +1107,7 @@ run "publisher_and_sweeper_off_the_ordered_path_have_no_query_on_the_table" {
 
   assert {
     condition = length([
-      for s in concat(data.aws_iam_policy_document.sweeper[0].statement, data.aws_iam_policy_document.publisher.statement) : s if s.sid == "QueryPendingSequences"
+      for s in concat(data.aws_iam_policy_document.sweeper[0].statement, data.aws_iam_policy_document.publisher.statement) : s if contains(["QueryPendingSequences", "ReadLowerPendingSequences"], s.sid)
     ]) == 0
     error_message = "Without publish_to = \"sns_fifo\" neither the publisher nor the sweeper reads a partition of the table."
   }

@@ -90,9 +90,29 @@ def test_two_events_of_one_subject_with_one_sequence_are_refused_before_any_call
     writer = OutboxWriter("orders", client, source="shop.orders")  # type: ignore[arg-type]
     first = writer.new_event(ORDER, "OrderPaid", {}, sequence=3)
     second = writer.new_event(ORDER, "OrderShipped", {}, sequence=3)
-    other = writer.new_event(ORDER, "Audit", {}, subject="AUDIT#1", sequence=3)
 
     with pytest.raises(InvalidWrite, match=r"events #0 and #1 of subject ORDER#1 both carry"):
-        writer.write(ORDER, [first, second, other])
+        writer.write(ORDER, [first, second])
     assert client.calls == []
-    writer.write(ORDER, [first, other])  # another subject may use the same number
+
+
+def test_a_sequenced_event_whose_subject_is_not_its_partition_key_is_refused() -> None:
+    # The publishers find a subject's pending sequences in one partition: a subject
+    # written under two partition keys could not be kept in order
+    client = RecordingClient()
+    writer = OutboxWriter("orders", client, source="shop.orders")  # type: ignore[arg-type]
+    first = writer.new_event(ORDER, "OrderPaid", {}, sequence=3)
+    audit = writer.new_event(ORDER, "Audit", {}, subject="AUDIT#1", sequence=3)
+
+    with pytest.raises(
+        InvalidWrite,
+        match=r"event #1 carries sequence 3 but its subject AUDIT#1 is not the PK it is "
+        r"written under \(ORDER#1\)",
+    ):
+        writer.write(ORDER, [first, audit])
+    with pytest.raises(InvalidWrite, match=r"subject ORDER#1 is not the PK .* \(ORDER#2\)"):
+        writer.write_events("ORDER#2", first)
+    assert client.calls == []
+    # Without a sequence, any subject is fine (its order is best effort)
+    writer.write(ORDER, [first, writer.new_event(ORDER, "Audit", {}, subject="AUDIT#1")])
+    assert len(client.calls) == 1
