@@ -5,12 +5,19 @@ message of the batch returns to the queue, those already processed included,
 each one receive closer to the DLQ. So a record is started only when it is
 expected to end with time to spare:
 
-    time left >= longest recent record duration + floor
+    time left >= expected record duration + floor
 
-The durations are this handler's own, measured in this process (so warm
-invocations use what earlier ones saw) on the clock Lambda's deadline is
-read from, ``context.get_remaining_time_in_millis()``; the last
-:data:`KEPT_DURATIONS` count, so a one-off slow record ages out. The floor
+The expected duration is the 90th percentile (nearest rank) of this handler's
+recent durations: the longest while fewer than ten are known, and past that one
+slow record in ten is not counted. The longest alone would let a single slow
+record (a hung downstream call, a cold first record) make every later warm
+invocation run one record and return the others unstarted, each a receive
+closer to the DLQ without ever running, until it aged out. The durations are
+measured in this process (so warm invocations use what earlier ones saw) on the
+clock Lambda's deadline is read from, ``context.get_remaining_time_in_millis()``;
+the last :data:`KEPT_DURATIONS` count. A record that took at least the whole
+invocation's time less the floor is not kept: no record after the first could
+ever be given that long, so it says nothing about whether the next may start. The floor
 (``stop_margin_seconds``) is the team's: the time kept for a record slower
 than any seen so far, and for answering. The first record of an invocation is
 always started, or a batch whose records all take longer than the timeout
@@ -24,10 +31,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["KEPT_DURATIONS", "Deadline", "RecordDurations"]
+__all__ = ["EXPECTED_PERCENTILE", "KEPT_DURATIONS", "Deadline", "RecordDurations"]
 
 #: How many recent record durations the estimate keeps.
 KEPT_DURATIONS: Final = 50
+#: The percentile of the kept durations a record is expected to take.
+EXPECTED_PERCENTILE: Final = 90
 
 
 class RecordDurations:
@@ -41,9 +50,14 @@ class RecordDurations:
         with self._lock:
             self._recent.append(max(0.0, seconds))
 
-    def longest(self) -> float:
+    def expected(self) -> float:
+        """The :data:`EXPECTED_PERCENTILE` th percentile (nearest rank) of the kept durations."""
         with self._lock:
-            return max(self._recent, default=0.0)
+            if not self._recent:
+                return 0.0
+            ranked = sorted(self._recent)
+        rank = -(-EXPECTED_PERCENTILE * len(ranked) // 100)  # ceil
+        return ranked[rank - 1]
 
 
 class Deadline:
@@ -58,6 +72,8 @@ class Deadline:
         self._time_left = time_left
         self._durations = durations
         self._floor = floor_seconds
+        # The whole invocation's time, read when the batch starts.
+        self._budget = None if time_left is None else time_left()
         self._started = 0
         self._refused = False
         self._lock = threading.Lock()
@@ -72,7 +88,7 @@ class Deadline:
             if self._refused:
                 return False
             if self._started and self._time_left is not None:
-                needed = self._durations.longest() + self._floor
+                needed = self._durations.expected() + self._floor
                 if self._time_left() < needed:
                     self._refused = True
                     return False
@@ -83,7 +99,7 @@ class Deadline:
         return None if self._time_left is None else self._time_left()
 
     def needed_seconds(self) -> float:
-        return self._durations.longest() + self._floor
+        return self._durations.expected() + self._floor
 
     def clock(self) -> Callable[[], float] | None:
         """The time left, read at a record's start and end to measure it."""
@@ -91,5 +107,12 @@ class Deadline:
 
     def measured(self, left_at_start: float | None) -> None:
         """Record how long a record took, given the time left when it started."""
-        if left_at_start is not None and self._time_left is not None:
-            self._durations.add(left_at_start - self._time_left())
+        if left_at_start is None or self._time_left is None:
+            return
+        seconds = left_at_start - self._time_left()
+        if self._budget is not None and seconds >= self._budget - self._floor:
+            # Longer than any record after the first could ever be given: it
+            # only ever runs first, and would otherwise keep every later
+            # invocation to one record (the others returned unstarted).
+            return
+        self._durations.add(seconds)

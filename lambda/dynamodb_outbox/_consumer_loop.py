@@ -76,15 +76,25 @@ def run_to_end(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 def _run_on(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> T:
     task = loop.create_task(coroutine)
-    try:
-        return loop.run_until_complete(task)
-    except BaseException:
-        # Only a KeyboardInterrupt gets here (the batch fails records, never
-        # itself): the process is stopping. Cancel everything still running on
-        # the loop, records awaited from worker threads included, so that no
-        # worker waits forever for a coroutine nobody will run.
-        _cancel_all(loop)
-        raise
+    while True:
+        try:
+            return loop.run_until_complete(task)
+        except (SystemExit, RuntimeError):
+            if task.done():
+                return task.result()  # the batch itself raised: raise it
+            # asyncio raises a SystemExit out of run_until_complete from any task
+            # (a child a record started with create_task, gather or wait_for),
+            # and a handler that stops the loop makes run_until_complete give
+            # up: the batch is still running. The record that awaits the child
+            # gets its exception and fails alone; run the loop on.
+            continue
+        except BaseException:
+            # A KeyboardInterrupt: the process is stopping. Cancel everything
+            # still running on the loop, records awaited from worker threads
+            # included, so that no worker waits forever for a coroutine nobody
+            # will run.
+            _cancel_all(loop)
+            raise
 
 
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:

@@ -185,7 +185,7 @@ METRIC_UNATTEMPTED: Final = "UnattemptedEvents"
 METRIC_UNTRUSTED: Final = "UntrustedEvents"
 
 #: The floor of the deadline rule: a record starts only with at least its
-#: expected duration (the longest recently observed) plus this much left
+#: expected duration (the 90th percentile of those recently observed) plus this much left
 #: (:mod:`dynamodb_outbox._consumer_deadline`). Small enough for Lambda's
 #: default 3 s timeout; raise it for handlers whose durations vary widely.
 DEFAULT_STOP_MARGIN_SECONDS: Final = 1.0
@@ -365,15 +365,15 @@ def process_sqs_batch(
     ``metrics`` (optional) receives ProcessedEvents, DuplicateEvents,
     FailedEvents and UnattemptedEvents counts; flushing them is the caller's job.
 
-    With a ``lambda_context``, a record is started only when the invocation has
-    at least the longest recent record duration plus ``stop_margin_seconds``
-    left (the first record of an invocation always starts): the records never
-    attempted are returned in ``batchItemFailures``, so a slow batch ends in
-    time with the done ones deleted, instead of timing out and returning every
+    With a ``lambda_context``, a record is started only when the invocation has at least
+    the expected record duration (90th percentile of the recent ones) plus
+    ``stop_margin_seconds`` left (the first record of an invocation always starts): the
+    records never attempted are returned in ``batchItemFailures``, so a slow batch ends
+    in time with the done ones deleted, instead of timing out and returning every
     message, done ones included, one receive closer to the DLQ
-    (:mod:`dynamodb_outbox._consumer_deadline`). ``record_durations`` keeps
-    the durations across invocations (:class:`OutboxConsumer` keeps one per
-    handler); without it only this batch's records are known.
+    (:mod:`dynamodb_outbox._consumer_deadline`). ``record_durations`` keeps the
+    durations across invocations (:class:`OutboxConsumer` keeps one per handler);
+    without it only this batch's records are known.
 
     An ``async def`` ``process_one`` runs on the process's event loop, kept
     across invocations, with up to ``max_concurrency`` records at once; on a
@@ -504,14 +504,23 @@ def _is_async(process_one: Callable[..., object]) -> bool:
 
 
 def _refusing_awaitables(process_one: Callable[[Envelope], object]) -> Callable[[Envelope], None]:
-    """A plain ``process_one`` that fails the event when it returns an awaitable.
+    """A plain ``process_one`` that fails the event when it returns an awaitable
+    or a generator (a ``def`` or ``async def`` with a stray ``yield``).
 
-    The awaitable never ran: completing the event would lose it.
+    Neither ran: completing the event would lose it.
     """
     name = getattr(process_one, "__qualname__", repr(process_one))
 
     def run_one(envelope: Envelope) -> None:
         result = process_one(envelope)
+        if inspect.isgenerator(result) or inspect.isasyncgen(result):
+            # A stray `yield` makes the body a generator that nothing iterates.
+            if inspect.isgenerator(result):
+                result.close()
+            raise TypeError(
+                f"{name} is a generator function (it contains `yield`): its body never "
+                "ran; the event is failed, not completed"
+            )
         if not inspect.isawaitable(result):
             return
         close = getattr(result, "close", None)

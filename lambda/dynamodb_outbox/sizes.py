@@ -155,7 +155,13 @@ def json_text_bytes(text: str) -> int:
     """
     if text.isascii():
         return len(text)
-    return sum(1 if ord(c) < 0x80 else 6 if ord(c) <= 0xFFFF else 12 for c in text)
+    # Counted by the codecs, not a Python loop over every character: the writer
+    # and every publisher plan size each event (a 190k-character body took
+    # ~26 ms as a loop). ``surrogatepass`` counts a lone surrogate as one BMP unit.
+    length = len(text)
+    astral = len(text.encode("utf-16-le", "surrogatepass")) // 2 - length
+    non_ascii = length - len(text.encode("ascii", "ignore"))
+    return length + 5 * (non_ascii - astral) + 11 * astral
 
 
 def sqs_message_bytes(body: str, attributes: dict[str, tuple[str, str]] | None = None) -> int:

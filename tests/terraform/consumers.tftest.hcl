@@ -816,6 +816,7 @@ run "sns_replaces_the_bus_with_a_topic_and_subscriptions" {
       OUTBOX_SORT_KEY              = "SK"
       OUTBOX_PUBLISH_TO            = "sns"
       OUTBOX_TOPIC_ARN             = "arn:aws:sns:eu-west-1:111122223333:orders-outbox"
+      OUTBOX_SWEEPER_ENABLED       = "true"
       POWERTOOLS_SERVICE_NAME      = "orders-outbox"
       POWERTOOLS_METRICS_NAMESPACE = "DynamoDBOutbox"
       LOG_LEVEL                    = "INFO"

@@ -101,6 +101,7 @@ def test_publisher_function_runs_the_publisher_handler(
         "OUTBOX_SORT_KEY": "SK",
         "OUTBOX_PUBLISH_TO": "eventbridge",
         "OUTBOX_EVENT_BUS_NAME": outputs["event_bus_name"],
+        "OUTBOX_SWEEPER_ENABLED": "true",
         "POWERTOOLS_SERVICE_NAME": "outbox-local",
         "POWERTOOLS_METRICS_NAMESPACE": "DynamoDBOutbox",
         "LOG_LEVEL": "INFO",

@@ -12,6 +12,9 @@ import base64
 import json
 import uuid
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.sinks import OutboundEvent, rules_for
 from dynamodb_outbox.sizes import (
@@ -104,6 +107,15 @@ def test_dlq_allowance_covers_eventbridge_attributes_at_their_longest() -> None:
     }
     assert sqs_message_bytes("", longest) == DLQ_ATTRIBUTES_ALLOWANCE_BYTES
     assert QUEUE_DELIVERY_BUDGET_BYTES + DLQ_ATTRIBUTES_ALLOWANCE_BYTES == QUEUE_MAX_MESSAGE_BYTES
+
+
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=())))
+def test_json_text_bytes_is_the_longest_escape_of_each_character(text: str) -> None:
+    # The codec-based count equals the per-character rule: ASCII 1 byte,
+    # other BMP units (lone surrogates too) \uXXXX, astral a surrogate pair.
+    expected = sum(1 if ord(c) < 0x80 else 6 if ord(c) <= 0xFFFF else 12 for c in text)
+
+    assert json_text_bytes(text) == expected
 
 
 def test_json_text_counts_non_ascii_at_its_escaped_length() -> None:
