@@ -63,12 +63,14 @@ locals {
   # names in settings.py): the transport, and the bus (its account and region) or
   # the topic. Set on the reference consumers; the consumer_environment output
   # gives callers' functions the same.
+  # Names of their own, not OUTBOX_PUBLISH_TO/OUTBOX_TOPIC_ARN (where a writer
+  # publishes): a consumer may also write to this outbox or another one.
   consumer_sender_environment = local.publish_to_sns ? {
-    OUTBOX_PUBLISH_TO = var.publish_to
-    OUTBOX_TOPIC_ARN  = aws_sns_topic.this[0].arn
+    OUTBOX_CONSUMER_TRANSPORT = var.publish_to
+    OUTBOX_CONSUMER_TOPIC_ARN = aws_sns_topic.this[0].arn
     } : {
-    OUTBOX_PUBLISH_TO    = "eventbridge"
-    OUTBOX_EVENT_BUS_ARN = var.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
+    OUTBOX_CONSUMER_TRANSPORT     = "eventbridge"
+    OUTBOX_CONSUMER_EVENT_BUS_ARN = var.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
   }
 
   # Built from its name, like the queues' ARNs (consumers.tf), so that the topic's

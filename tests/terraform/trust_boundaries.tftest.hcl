@@ -220,8 +220,8 @@ run "only_the_publisher_and_sweeper_put_events_and_only_the_rule_sends_to_a_queu
   assert {
     condition = (
       output.consumer_environment == tomap({
-        OUTBOX_PUBLISH_TO    = "eventbridge"
-        OUTBOX_EVENT_BUS_ARN = "arn:aws:events:eu-west-1:111122223333:event-bus/orders-outbox"
+        OUTBOX_CONSUMER_TRANSPORT     = "eventbridge"
+        OUTBOX_CONSUMER_EVENT_BUS_ARN = "arn:aws:events:eu-west-1:111122223333:event-bus/orders-outbox"
       })
       && alltrue([for k, v in output.consumer_environment : aws_lambda_function.consumer["audit"].environment[0].variables[k] == v])
     )
@@ -274,7 +274,7 @@ run "an_existing_bus_keeps_its_owner_policy_and_consumers_expect_it" {
   assert {
     condition = (
       length(aws_cloudwatch_event_bus_policy.this) == 0
-      && output.consumer_environment["OUTBOX_EVENT_BUS_ARN"] == "arn:aws:events:eu-west-1:111122223333:event-bus/shared"
+      && output.consumer_environment["OUTBOX_CONSUMER_EVENT_BUS_ARN"] == "arn:aws:events:eu-west-1:111122223333:event-bus/shared"
     )
     error_message = "The module must not overwrite an existing bus's policy, and its consumers must expect that bus."
   }
@@ -374,8 +374,8 @@ run "only_the_publisher_and_sweeper_publish_and_only_the_queues_subscribe" {
 
   assert {
     condition = output.consumer_environment == tomap({
-      OUTBOX_PUBLISH_TO = "sns"
-      OUTBOX_TOPIC_ARN  = "arn:aws:sns:eu-west-1:111122223333:orders-outbox"
+      OUTBOX_CONSUMER_TRANSPORT = "sns"
+      OUTBOX_CONSUMER_TOPIC_ARN = "arn:aws:sns:eu-west-1:111122223333:orders-outbox"
     })
     error_message = "Consumers on the SNS path must be told the topic."
   }
