@@ -254,6 +254,12 @@ resource "aws_sns_topic_subscription" "consumer" {
     deadLetterTargetArn = aws_sqs_queue.consumer_dlq[each.key].arn
   })
 
+  # The topic policy's SubscribeOnlyOutboxQueues denies Subscribe to any endpoint
+  # it does not list: a consumer added to a running stack must wait for the policy
+  # that lists its queue (nothing else orders the two;
+  # tests/unit/test_sns_subscription_ordering.py).
+  depends_on = [aws_sns_topic_policy.this]
+
   # A policy on an attribute the publisher never sets matches no message: the
   # consumer would silently receive nothing.
   lifecycle {
