@@ -120,8 +120,10 @@ resource "aws_sns_topic" "this" {
 # Replaces SNS's default policy, which lets every principal of the account publish,
 # subscribe any endpoint, change the topic's attributes or delete it. Here:
 # - administration is the account's, so IAM policies decide who administers it;
-# - only the publisher and the sweeper may publish (the Deny holds against any IAM
-#   grant; AWS service principals are left to their own allow, of which there is none);
+# - only the publisher and the sweeper may publish, and var.operator_principal_arns
+#   (`outbox-ops replay-failures` and `release --publish-now` publish with the
+#   operator's credentials) by their IAM grants; the Deny holds against any other
+#   IAM grant; AWS service principals are left to their own allow, of which there is none;
 # - subscriptions are the module's own queues, over sqs only (sns:Protocol and
 #   sns:Endpoint, the Subscribe condition keys of SNS's "API permissions" reference).
 data "aws_iam_policy_document" "sns_topic" {
@@ -172,7 +174,7 @@ data "aws_iam_policy_document" "sns_topic" {
     condition {
       test     = "ArnNotLike"
       variable = "aws:PrincipalArn"
-      values   = local.outbox_publisher_role_arns
+      values   = concat(local.outbox_publisher_role_arns, var.operator_principal_arns)
     }
 
     condition {
