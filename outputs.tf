@@ -167,9 +167,10 @@ output "consumer_environment" {
   description = <<-EOT
     The environment variables every consumer function needs so that the toolkit
     refuses messages the outbox did not send (dynamodb_outbox.sender_checks):
-    `OUTBOX_PUBLISH_TO` and the bus (`OUTBOX_EVENT_BUS_ARN`) or topic
-    (`OUTBOX_TOPIC_ARN`). The module sets them on its reference consumers; merge them
-    into your own functions' environment. Without them the toolkit checks no sender and
+    `OUTBOX_CONSUMER_TRANSPORT` and the bus (`OUTBOX_CONSUMER_EVENT_BUS_ARN`) or topic
+    (`OUTBOX_CONSUMER_TOPIC_ARN`). The module sets them on its reference consumers; merge
+    them into your own functions' environment. They do not clash with
+    `writer_environment` (of this outbox or another): a consumer may also write events. Without them the toolkit checks no sender and
     never reprocesses on a replay's name.
   EOT
   value       = local.consumer_sender_environment

@@ -63,12 +63,14 @@ locals {
   # names in settings.py): the transport, and the bus (its account and region) or
   # the topic. Set on the reference consumers; the consumer_environment output
   # gives callers' functions the same.
+  # Names of their own, not OUTBOX_PUBLISH_TO/OUTBOX_TOPIC_ARN (where a writer
+  # publishes): a consumer may also write to this outbox or another one.
   consumer_sender_environment = local.publish_to_sns ? {
-    OUTBOX_PUBLISH_TO = var.publish_to
-    OUTBOX_TOPIC_ARN  = aws_sns_topic.this[0].arn
+    OUTBOX_CONSUMER_TRANSPORT = var.publish_to
+    OUTBOX_CONSUMER_TOPIC_ARN = aws_sns_topic.this[0].arn
     } : {
-    OUTBOX_PUBLISH_TO    = "eventbridge"
-    OUTBOX_EVENT_BUS_ARN = var.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
+    OUTBOX_CONSUMER_TRANSPORT     = "eventbridge"
+    OUTBOX_CONSUMER_EVENT_BUS_ARN = var.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
   }
 
   # Built from its name, like the queues' ARNs (consumers.tf), so that the topic's
@@ -118,8 +120,10 @@ resource "aws_sns_topic" "this" {
 # Replaces SNS's default policy, which lets every principal of the account publish,
 # subscribe any endpoint, change the topic's attributes or delete it. Here:
 # - administration is the account's, so IAM policies decide who administers it;
-# - only the publisher and the sweeper may publish (the Deny holds against any IAM
-#   grant; AWS service principals are left to their own allow, of which there is none);
+# - only the publisher and the sweeper may publish, and var.operator_principal_arns
+#   (`outbox-ops replay-failures` and `release --publish-now` publish with the
+#   operator's credentials) by their IAM grants; the Deny holds against any other
+#   IAM grant; AWS service principals are left to their own allow, of which there is none;
 # - subscriptions are the module's own queues, over sqs only (sns:Protocol and
 #   sns:Endpoint, the Subscribe condition keys of SNS's "API permissions" reference).
 data "aws_iam_policy_document" "sns_topic" {
@@ -170,7 +174,7 @@ data "aws_iam_policy_document" "sns_topic" {
     condition {
       test     = "ArnNotLike"
       variable = "aws:PrincipalArn"
-      values   = local.outbox_publisher_role_arns
+      values   = concat(local.outbox_publisher_role_arns, var.operator_principal_arns)
     }
 
     condition {
@@ -251,6 +255,12 @@ resource "aws_sns_topic_subscription" "consumer" {
   redrive_policy = jsonencode({
     deadLetterTargetArn = aws_sqs_queue.consumer_dlq[each.key].arn
   })
+
+  # The topic policy's SubscribeOnlyOutboxQueues denies Subscribe to any endpoint
+  # it does not list: a consumer added to a running stack must wait for the policy
+  # that lists its queue (nothing else orders the two;
+  # tests/unit/test_sns_subscription_ordering.py).
+  depends_on = [aws_sns_topic_policy.this]
 
   # A policy on an attribute the publisher never sets matches no message: the
   # consumer would silently receive nothing.

@@ -167,10 +167,12 @@ variable "operator_principal_arns" {
     IAM principals (role or user ARNs; `*` wildcards allowed, as `ArnLike` reads them)
     that may put messages where only the outbox may otherwise: send to the consumer
     queues (`outbox-ops redrive`: SQS StartMessageMoveTask sends with its caller's
-    permissions) and put events on the module's bus (putting the bus DLQ's events back).
-    Every other IAM principal of the account, administrators included, is denied
-    `sqs:SendMessage` on the consumer queues and DLQs and `events:PutEvents` on the bus
-    by their resource policies, whatever its IAM policies grant (docs/threat-model.md).
+    permissions) and put events on the module's bus or publish to its topic
+    (putting the bus DLQ's events back, `outbox-ops replay-failures`,
+    `outbox-ops release --publish-now`). Every other IAM principal of the account,
+    administrators included, is denied `sqs:SendMessage` on the consumer queues and
+    DLQs, `events:PutEvents` on the bus and `sns:Publish` on the topic by their
+    resource policies, whatever its IAM policies grant (docs/threat-model.md).
     An assumed role is named by its role ARN. Empty (default): nobody but the module.
   EOT
   type        = list(string)

@@ -398,7 +398,8 @@ def process_sqs_batch(
     :func:`_message_ids`), ``ValueError`` when ``persistence_store`` was
     configured for another function, and
     :class:`~dynamodb_outbox.settings.ConfigurationError` when the environment
-    names a sender half-way (``OUTBOX_PUBLISH_TO`` without its bus or topic);
+    names a sender half-way (``OUTBOX_CONSUMER_TRANSPORT`` without its bus or
+    topic);
     all are whole-batch failures by design: the messages stay queued.
     Every other problem (bad body, function error, event in progress elsewhere,
     idempotency store error) fails its record only.

@@ -13,7 +13,8 @@ Environment:
 * ``OUTBOX_CONSUMER_NAME`` (optional, default the Lambda function name): scopes
   idempotency keys and ledger entries;
 * ``OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`` (optional, default 7 days);
-* ``OUTBOX_PUBLISH_TO`` with ``OUTBOX_EVENT_BUS_ARN`` or ``OUTBOX_TOPIC_ARN``:
+* ``OUTBOX_CONSUMER_TRANSPORT`` with ``OUTBOX_CONSUMER_EVENT_BUS_ARN`` or
+  ``OUTBOX_CONSUMER_TOPIC_ARN``:
   the sender every message must come from (:mod:`dynamodb_outbox.sender_checks`);
 * ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``,
   ``POWERTOOLS_LOG_LEVEL`` as usual for Powertools.

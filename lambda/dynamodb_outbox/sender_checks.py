@@ -10,13 +10,15 @@ What the module tells a consumer (environment, names in
 :mod:`dynamodb_outbox.settings`; the module's ``consumer_environment`` output
 holds the same values for callers' own functions):
 
-* ``OUTBOX_PUBLISH_TO``: ``eventbridge``, ``sns`` or ``sns_fifo``, so the one
-  body shape that transport delivers;
-* ``OUTBOX_EVENT_BUS_ARN`` (EventBridge): the bus, whose account and region
+* ``OUTBOX_CONSUMER_TRANSPORT``: ``eventbridge``, ``sns`` or ``sns_fifo``, so
+  the one body shape that transport delivers (names of their own, not
+  ``OUTBOX_PUBLISH_TO``/``OUTBOX_TOPIC_ARN``: those say where a writer or the
+  publisher publishes, and a consumer may also write to this or another outbox);
+* ``OUTBOX_CONSUMER_EVENT_BUS_ARN`` (EventBridge): the bus, whose account and region
   every event must carry (an EventBridge event names its account and region,
   never its bus: the queue policy's ``aws:SourceArn``, the consumer's rule on
   that bus, is what ties a message to the bus);
-* ``OUTBOX_TOPIC_ARN`` (SNS): the topic; an SNS notification names its topic,
+* ``OUTBOX_CONSUMER_TOPIC_ARN`` (SNS): the topic; an SNS notification names its topic,
   a raw delivery names nothing and is trusted as the queue policy trusts it.
 
 The checks, per transport:
@@ -32,8 +34,9 @@ EventBridge          the body is an EventBridge event (``version``, ``id``,
                      Resources and Time, never a top-level field).
 SNS                  the body is the envelope (raw delivery) or an SNS
                      notification whose ``TopicArn`` is the topic; neither may
-                     carry ``replay-name``: SNS has no replays, so one there
-                     is forged.
+                     carry ``replay-name``: an SNS FIFO replay (archive not
+                     enabled by the module) marks its messages ``Replayed``,
+                     never with ``replay-name``, so one there is forged.
 not configured       any of the three shapes, as before; ``replay-name`` never
                      asks for reprocessing (a replay is deduplicated like any
                      redelivery), and a non-EventBridge body carrying one is
@@ -59,9 +62,9 @@ from typing import Any, Final
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
 from dynamodb_outbox.replays import REPLAY_NAME_FIELD
 from dynamodb_outbox.settings import (
-    ENV_EVENT_BUS_ARN,
-    ENV_PUBLISH_TO,
-    ENV_TOPIC_ARN,
+    ENV_CONSUMER_EVENT_BUS_ARN,
+    ENV_CONSUMER_TOPIC_ARN,
+    ENV_CONSUMER_TRANSPORT,
     ConfigurationError,
 )
 
@@ -78,7 +81,7 @@ __all__ = [
 
 EVENTBRIDGE: Final = "eventbridge"
 SNS: Final = "sns"
-# OUTBOX_PUBLISH_TO values (dynamodb_outbox.sinks) by the body shape they deliver.
+# OUTBOX_CONSUMER_TRANSPORT values (publish_to's) by the body shape they deliver.
 _TRANSPORTS: Final = {"eventbridge": EVENTBRIDGE, "sns": SNS, "sns_fifo": SNS}
 
 #: The fields of every event EventBridge delivers to a target ("Amazon EventBridge
@@ -103,11 +106,11 @@ class ExpectedSender:
 
     @classmethod
     def eventbridge(cls, event_bus_arn: str) -> ExpectedSender:
-        return cls(EVENTBRIDGE, _checked_arn(event_bus_arn, "events", ENV_EVENT_BUS_ARN))
+        return cls(EVENTBRIDGE, _checked_arn(event_bus_arn, "events", ENV_CONSUMER_EVENT_BUS_ARN))
 
     @classmethod
     def sns(cls, topic_arn: str) -> ExpectedSender:
-        return cls(SNS, _checked_arn(topic_arn, "sns", ENV_TOPIC_ARN))
+        return cls(SNS, _checked_arn(topic_arn, "sns", ENV_CONSUMER_TOPIC_ARN))
 
     @property
     def region(self) -> str | None:
@@ -135,25 +138,25 @@ class DeliveredEvent:
 
 
 def expected_sender_from_environment(environ: Mapping[str, str] | None = None) -> ExpectedSender:
-    """The sender the module configured (``OUTBOX_PUBLISH_TO`` and its bus or topic).
+    """The sender the module configured (``OUTBOX_CONSUMER_TRANSPORT`` and its bus or topic).
 
-    :data:`ANY_SENDER` when ``OUTBOX_PUBLISH_TO`` is unset; raises
+    :data:`ANY_SENDER` when ``OUTBOX_CONSUMER_TRANSPORT`` is unset; raises
     :class:`ConfigurationError` naming the variable when it is set and its bus
     or topic is missing or malformed.
     """
     environ = os.environ if environ is None else environ
-    publish_to = environ.get(ENV_PUBLISH_TO, "").strip().lower()
-    if not publish_to:
+    configured = environ.get(ENV_CONSUMER_TRANSPORT, "").strip().lower()
+    if not configured:
         return ANY_SENDER
-    transport = _TRANSPORTS.get(publish_to)
+    transport = _TRANSPORTS.get(configured)
     if transport is None:
         raise ConfigurationError(
-            f"environment variable {ENV_PUBLISH_TO} must be one of {sorted(_TRANSPORTS)}, "
-            f"got {environ.get(ENV_PUBLISH_TO)!r}"
+            f"environment variable {ENV_CONSUMER_TRANSPORT} must be one of "
+            f"{sorted(_TRANSPORTS)}, got {environ.get(ENV_CONSUMER_TRANSPORT)!r}"
         )
     if transport == EVENTBRIDGE:
-        return ExpectedSender.eventbridge(environ.get(ENV_EVENT_BUS_ARN, ""))
-    return ExpectedSender.sns(environ.get(ENV_TOPIC_ARN, ""))
+        return ExpectedSender.eventbridge(environ.get(ENV_CONSUMER_EVENT_BUS_ARN, ""))
+    return ExpectedSender.sns(environ.get(ENV_CONSUMER_TOPIC_ARN, ""))
 
 
 def read_body(

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CONSUMER_SENDER_ENVIRONMENT",
     "DEFAULT_METRICS_NAMESPACE",
+    "ENV_CONSUMER_EVENT_BUS_ARN",
     "ENV_CONSUMER_NAME",
-    "ENV_EVENT_BUS_ARN",
+    "ENV_CONSUMER_TOPIC_ARN",
+    "ENV_CONSUMER_TRANSPORT",
     "ENV_EVENT_BUS_NAME",
     "ENV_EXPIRES_AFTER_SECONDS",
     "ENV_IDEMPOTENCY_TABLE",
@@ -76,12 +78,21 @@ ENV_EXPIRES_AFTER_SECONDS: Final = "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"
 ENV_CONSUMER_NAME: Final = "OUTBOX_CONSUMER_NAME"
 
 # Every consumer (dynamodb_outbox.sender_checks): the sender its messages must
-# show. OUTBOX_PUBLISH_TO picks the transport, and with it the body shape; the
-# bus's ARN (EventBridge) or OUTBOX_TOPIC_ARN (SNS) the account, region or topic.
-# The module sets them on its reference consumers and lists them in its
-# `consumer_environment` output for callers' own functions.
-ENV_EVENT_BUS_ARN: Final = "OUTBOX_EVENT_BUS_ARN"
-CONSUMER_SENDER_ENVIRONMENT: Final = (ENV_PUBLISH_TO, ENV_EVENT_BUS_ARN, ENV_TOPIC_ARN)
+# show, the transport it RECEIVES from. Names of their own, apart from
+# OUTBOX_PUBLISH_TO / OUTBOX_TOPIC_ARN (the transport a writer or publisher
+# publishes to), so that a consumer may also write outbox events, to this
+# outbox or another one (writer_environment merged in). OUTBOX_CONSUMER_TRANSPORT
+# picks the body shape; the bus's ARN (EventBridge) or the topic's (SNS) the
+# account, region or topic. The module sets them on its reference consumers and
+# lists them in its `consumer_environment` output for callers' own functions.
+ENV_CONSUMER_TRANSPORT: Final = "OUTBOX_CONSUMER_TRANSPORT"
+ENV_CONSUMER_EVENT_BUS_ARN: Final = "OUTBOX_CONSUMER_EVENT_BUS_ARN"
+ENV_CONSUMER_TOPIC_ARN: Final = "OUTBOX_CONSUMER_TOPIC_ARN"
+CONSUMER_SENDER_ENVIRONMENT: Final = (
+    ENV_CONSUMER_TRANSPORT,
+    ENV_CONSUMER_EVENT_BUS_ARN,
+    ENV_CONSUMER_TOPIC_ARN,
+)
 
 
 class ConfigurationError(RuntimeError):

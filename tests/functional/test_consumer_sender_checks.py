@@ -1,7 +1,7 @@
 """Forged events refused by the consumer: each path a forger could take, on moto.
 
 The reference consumer the module deploys (toolkit + ledger), configured from
-the environment Terraform gives it (OUTBOX_PUBLISH_TO and the bus or topic).
+the environment Terraform gives it (OUTBOX_CONSUMER_TRANSPORT and the bus or topic).
 The ledger counts every run of the effect, so ``times_processed`` shows what a
 forgery would have applied. See docs/threat-model.md for the table these rows
 pin, and dynamodb_outbox.sender_checks for the checks.
@@ -25,7 +25,17 @@ from dynamodb_outbox.sender_checks import (
     expected_sender_from_environment,
     read_body,
 )
-from dynamodb_outbox.settings import ConfigurationError
+from dynamodb_outbox.settings import (
+    CONSUMER_SENDER_ENVIRONMENT,
+    ENV_PARTITION_KEY,
+    ENV_PUBLISH_TO,
+    ENV_SORT_KEY,
+    ENV_TABLE_NAME,
+    ENV_TOPIC_ARN,
+    ConfigurationError,
+)
+from dynamodb_outbox.sinks import rules_for
+from dynamodb_outbox.writer import OutboxWriter
 from tests.factories import ACCOUNT_ID, REGION, make_envelope
 from tests.functional.consumer_fixtures import (
     eventbridge_body,
@@ -73,7 +83,7 @@ def deployed(dynamodb_client: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("OUTBOX_IDEMPOTENCY_TABLE", IDEMPOTENCY_TABLE)
     monkeypatch.setenv("OUTBOX_CONSUMER_NAME", CONSUMER)
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "OutboxTests")
-    for name in ("OUTBOX_PUBLISH_TO", "OUTBOX_EVENT_BUS_ARN", "OUTBOX_TOPIC_ARN"):
+    for name in (*CONSUMER_SENDER_ENVIRONMENT, ENV_PUBLISH_TO, ENV_TOPIC_ARN):
         monkeypatch.delenv(name, raising=False)
     return dynamodb_client
 
@@ -81,16 +91,16 @@ def deployed(dynamodb_client: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 @pytest.fixture
 def on_bus(deployed: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """As the module deploys it with publish_to = "eventbridge"."""
-    monkeypatch.setenv("OUTBOX_PUBLISH_TO", "eventbridge")
-    monkeypatch.setenv("OUTBOX_EVENT_BUS_ARN", BUS_ARN)
+    monkeypatch.setenv("OUTBOX_CONSUMER_TRANSPORT", "eventbridge")
+    monkeypatch.setenv("OUTBOX_CONSUMER_EVENT_BUS_ARN", BUS_ARN)
     return deployed
 
 
 @pytest.fixture
 def on_topic(deployed: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """As the module deploys it with publish_to = "sns"."""
-    monkeypatch.setenv("OUTBOX_PUBLISH_TO", "sns")
-    monkeypatch.setenv("OUTBOX_TOPIC_ARN", TOPIC_ARN)
+    monkeypatch.setenv("OUTBOX_CONSUMER_TRANSPORT", "sns")
+    monkeypatch.setenv("OUTBOX_CONSUMER_TOPIC_ARN", TOPIC_ARN)
     return deployed
 
 
@@ -170,6 +180,34 @@ def test_a_genuine_replay_from_the_bus_still_reprocesses_in_the_consumer_it_name
     assert metrics(capsys)[METRIC_UNTRUSTED] == 0.0
 
 
+def test_a_bus_consumer_that_writes_to_another_outbox_on_sns_checks_its_bus_and_writes_to_sns(
+    on_bus: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handler that also writes outbox events has writer_environment merged in,
+    here of outbox B on SNS FIFO (with its publisher's topic, too): the names
+    must not collide with what it expects to receive (outbox A's bus)."""
+    # GIVEN outbox B's writer (and publisher) environment merged into the consumer's
+    writer_b = {
+        ENV_TABLE_NAME: "outbox-b",
+        ENV_PARTITION_KEY: "PK",
+        ENV_SORT_KEY: "SK",
+        ENV_PUBLISH_TO: "sns_fifo",
+        ENV_TOPIC_ARN: f"arn:aws:sns:{REGION}:{ACCOUNT_ID}:outbox-b.fifo",
+    }
+    for name, value in writer_b.items():
+        monkeypatch.setenv(name, value)
+    # WHEN outbox A's bus delivers an event
+    event = make_envelope()
+    # THEN the consumer still expects, and takes, outbox A's bus events only
+    assert expected_sender_from_environment() == ExpectedSender.eventbridge(BUS_ARN)
+    assert deliver(eventbridge_body(event)) == []
+    assert deliver(sns_raw_body(make_envelope())) == ["m0"]
+    assert ledger(on_bus) == {event.id: 1}
+    # AND its writer writes to outbox B with SNS FIFO's limits
+    writer = OutboxWriter.from_environment(client=on_bus)
+    assert (writer.table_name, writer.sink_rules) == ("outbox-b", rules_for("sns_fifo"))
+
+
 # --------------------------------------------------------------------------- SNS path
 
 
@@ -228,11 +266,11 @@ def test_an_unconfigured_consumer_never_reprocesses_on_a_replay_name(
 def test_the_expected_sender_comes_from_the_module_environment() -> None:
     assert expected_sender_from_environment({}) is ANY_SENDER
     bus = expected_sender_from_environment(
-        {"OUTBOX_PUBLISH_TO": "eventbridge", "OUTBOX_EVENT_BUS_ARN": BUS_ARN}
+        {"OUTBOX_CONSUMER_TRANSPORT": "eventbridge", "OUTBOX_CONSUMER_EVENT_BUS_ARN": BUS_ARN}
     )
     assert (bus.transport, bus.account, bus.region) == ("eventbridge", ACCOUNT_ID, REGION)
     topic = expected_sender_from_environment(
-        {"OUTBOX_PUBLISH_TO": "sns_fifo", "OUTBOX_TOPIC_ARN": TOPIC_ARN + ".fifo"}
+        {"OUTBOX_CONSUMER_TRANSPORT": "sns_fifo", "OUTBOX_CONSUMER_TOPIC_ARN": TOPIC_ARN + ".fifo"}
     )
     assert (topic.transport, topic.arn) == ("sns", TOPIC_ARN + ".fifo")
 
@@ -240,13 +278,16 @@ def test_the_expected_sender_comes_from_the_module_environment() -> None:
 @pytest.mark.parametrize(
     ("environ", "named"),
     [
-        ({"OUTBOX_PUBLISH_TO": "eventbridge"}, "OUTBOX_EVENT_BUS_ARN"),
+        ({"OUTBOX_CONSUMER_TRANSPORT": "eventbridge"}, "OUTBOX_CONSUMER_EVENT_BUS_ARN"),
         (
-            {"OUTBOX_PUBLISH_TO": "eventbridge", "OUTBOX_EVENT_BUS_ARN": "orders"},
-            "OUTBOX_EVENT_BUS_ARN",
+            {"OUTBOX_CONSUMER_TRANSPORT": "eventbridge", "OUTBOX_CONSUMER_EVENT_BUS_ARN": "orders"},
+            "OUTBOX_CONSUMER_EVENT_BUS_ARN",
         ),
-        ({"OUTBOX_PUBLISH_TO": "sns", "OUTBOX_TOPIC_ARN": BUS_ARN}, "OUTBOX_TOPIC_ARN"),
-        ({"OUTBOX_PUBLISH_TO": "kinesis"}, "OUTBOX_PUBLISH_TO"),
+        (
+            {"OUTBOX_CONSUMER_TRANSPORT": "sns", "OUTBOX_CONSUMER_TOPIC_ARN": BUS_ARN},
+            "OUTBOX_CONSUMER_TOPIC_ARN",
+        ),
+        ({"OUTBOX_CONSUMER_TRANSPORT": "kinesis"}, "OUTBOX_CONSUMER_TRANSPORT"),
     ],
 )
 def test_a_half_configured_sender_is_a_configuration_error_naming_the_variable(

@@ -360,8 +360,8 @@ run "billing_and_audit_consumers_on_eventbridge" {
       OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = "1728000"
       POWERTOOLS_SERVICE_NAME                  = "orders-outbox-audit"
       POWERTOOLS_METRICS_NAMESPACE             = "DynamoDBOutbox"
-      OUTBOX_PUBLISH_TO                        = "eventbridge"
-      OUTBOX_EVENT_BUS_ARN                     = "arn:aws:events:eu-west-1:111122223333:event-bus/orders-outbox"
+      OUTBOX_CONSUMER_TRANSPORT                = "eventbridge"
+      OUTBOX_CONSUMER_EVENT_BUS_ARN            = "arn:aws:events:eu-west-1:111122223333:event-bus/orders-outbox"
     })
     error_message = "The reference consumer's environment must name the idempotency table and the consumer (its key), the bus its messages must come from, and configure Powertools."
   }
@@ -513,8 +513,8 @@ run "billing_and_audit_consumers_on_eventbridge" {
         OUTBOX_CONSUMER_NAME                     = "audit"
         OUTBOX_IDEMPOTENCY_TABLE                 = "orders-outbox-idempotency"
         OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = "1728000"
-        OUTBOX_PUBLISH_TO                        = "eventbridge"
-        OUTBOX_EVENT_BUS_ARN                     = output.consumer_environment.OUTBOX_EVENT_BUS_ARN
+        OUTBOX_CONSUMER_TRANSPORT                = "eventbridge"
+        OUTBOX_CONSUMER_EVENT_BUS_ARN            = output.consumer_environment.OUTBOX_CONSUMER_EVENT_BUS_ARN
       }
       required_policy_json = data.aws_iam_policy_document.consumer["audit"].json
     }

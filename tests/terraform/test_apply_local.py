@@ -411,8 +411,8 @@ def test_reference_consumer_runs_the_bundled_handler_with_its_own_scoped_role(
         "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS": "1728000",
         "POWERTOOLS_SERVICE_NAME": f"outbox-local-{CONSUMER}",
         "POWERTOOLS_METRICS_NAMESPACE": "DynamoDBOutbox",
-        "OUTBOX_PUBLISH_TO": "eventbridge",
-        "OUTBOX_EVENT_BUS_ARN": outputs["event_bus_arn"],
+        "OUTBOX_CONSUMER_TRANSPORT": "eventbridge",
+        "OUTBOX_CONSUMER_EVENT_BUS_ARN": outputs["event_bus_arn"],
     }
     assert len(policy_names) == 1
     resources = {s["Sid"]: _as_list(s["Resource"]) for s in document["Statement"]}

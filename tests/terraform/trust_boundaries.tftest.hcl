@@ -9,7 +9,12 @@
 # statement admits a principal it names; the "NoOtherSender"/"NoOtherPublisher"
 # Deny (ArnNotLike aws:PrincipalArn, and BoolIfExists aws:PrincipalIsAWSService
 # false) refuses every IAM principal it does not list. The principals here are
-# exact ARNs, so "listed" is plain membership.
+# exact ARNs, so "listed" is plain membership. That evaluation reads only the
+# exemption, so each run also pins every Deny statement whole (actions,
+# principals, every condition with its values): a condition added to a Deny (an
+# aws:PrincipalAccount that switches it off) or a wildcard slipped into its
+# exemption fails the run. The one wildcard an exemption may hold is one the
+# caller wrote into operator_principal_arns.
 
 mock_provider "aws" {
   override_during = plan
@@ -161,6 +166,71 @@ run "only_the_publisher_and_sweeper_put_events_and_only_the_rule_sends_to_a_queu
     error_message = "The bus policy names the bus only, and its Deny never applies to AWS service principals (EventBridge's own deliveries and replays)."
   }
 
+  # Every Deny whole: a condition added, or an exemption widened, fails here.
+  assert {
+    condition = {
+      for doc_key, doc in {
+        bus   = data.aws_iam_policy_document.event_bus[0]
+        queue = data.aws_iam_policy_document.consumer_queue["audit"]
+        dlq   = data.aws_iam_policy_document.consumer_dlq["audit"]
+        } : doc_key => {
+        for s in doc.statement : s.sid => {
+          actions    = s.actions
+          principals = [for pr in s.principals : "${pr.type} ${join(",", sort(pr.identifiers))}"]
+          conditions = { for c in s.condition : "${c.test} ${c.variable}" => toset(c.values) }
+        } if s.effect == "Deny"
+      }
+      } == {
+      bus = {
+        NoOtherSender = {
+          actions    = toset(["events:PutEvents"])
+          principals = ["* *"]
+          conditions = {
+            "ArnNotLike aws:PrincipalArn" = toset([
+              "arn:aws:iam::111122223333:role/orders-outbox-publisher",
+              "arn:aws:iam::111122223333:role/orders-outbox-sweeper",
+              "arn:aws:iam::111122223333:role/outbox-operator",
+            ])
+            "BoolIfExists aws:PrincipalIsAWSService" = toset(["false"])
+          }
+        }
+      }
+      queue = {
+        NoOtherSender = {
+          actions    = toset(["sqs:SendMessage"])
+          principals = ["* *"]
+          conditions = {
+            "ArnNotLike aws:PrincipalArn"            = toset(["arn:aws:iam::111122223333:role/outbox-operator"])
+            "BoolIfExists aws:PrincipalIsAWSService" = toset(["false"])
+          }
+        }
+      }
+      dlq = {
+        NoOtherSender = {
+          actions    = toset(["sqs:SendMessage"])
+          principals = ["* *"]
+          conditions = {
+            "BoolIfExists aws:PrincipalIsAWSService" = toset(["false"])
+          }
+        }
+      }
+    }
+    error_message = "Each Deny of the bus, queue and DLQ policies must be exactly: every principal, its one action, exempting only the listed roles (and AWS services); no other condition."
+  }
+
+  assert {
+    condition = alltrue(flatten([
+      for doc in [data.aws_iam_policy_document.event_bus[0], data.aws_iam_policy_document.consumer_queue["audit"], data.aws_iam_policy_document.consumer_dlq["audit"]] : [
+        for s in doc.statement : [
+          for c in s.condition : [
+            for v in c.values : length(regexall("[*?]", v)) == 0 || contains(var.operator_principal_arns, v)
+          ] if c.variable == "aws:PrincipalArn"
+        ] if s.effect == "Deny"
+      ]
+    ]))
+    error_message = "A Deny's exemption may hold a wildcard only where the caller wrote it into operator_principal_arns."
+  }
+
   # Per principal: may it send to the consumer's queue, to its DLQ?
   assert {
     condition = {
@@ -220,8 +290,8 @@ run "only_the_publisher_and_sweeper_put_events_and_only_the_rule_sends_to_a_queu
   assert {
     condition = (
       output.consumer_environment == tomap({
-        OUTBOX_PUBLISH_TO    = "eventbridge"
-        OUTBOX_EVENT_BUS_ARN = "arn:aws:events:eu-west-1:111122223333:event-bus/orders-outbox"
+        OUTBOX_CONSUMER_TRANSPORT     = "eventbridge"
+        OUTBOX_CONSUMER_EVENT_BUS_ARN = "arn:aws:events:eu-west-1:111122223333:event-bus/orders-outbox"
       })
       && alltrue([for k, v in output.consumer_environment : aws_lambda_function.consumer["audit"].environment[0].variables[k] == v])
     )
@@ -264,6 +334,25 @@ run "without_operators_no_iam_principal_sends_to_a_consumer_queue" {
   }
 }
 
+run "without_operators_only_the_publisher_and_sweeper_are_exempt_from_the_topic_deny" {
+  command = plan
+
+  variables {
+    publish_to              = "sns"
+    operator_principal_arns = []
+    consumers = {
+      audit = {
+        filter_policy = "{\"source\":[\"orders\"]}"
+      }
+    }
+  }
+
+  assert {
+    condition     = flatten([for s in data.aws_iam_policy_document.sns_topic[0].statement : [for c in s.condition : c.values if c.variable == "aws:PrincipalArn"] if s.sid == "NoOtherPublisher"]) == ["arn:aws:iam::111122223333:role/orders-outbox-publisher", "arn:aws:iam::111122223333:role/orders-outbox-sweeper"]
+    error_message = "With no operators, only the publisher and the sweeper are exempt from the topic's publish Deny."
+  }
+}
+
 run "an_existing_bus_keeps_its_owner_policy_and_consumers_expect_it" {
   command = plan
 
@@ -274,7 +363,7 @@ run "an_existing_bus_keeps_its_owner_policy_and_consumers_expect_it" {
   assert {
     condition = (
       length(aws_cloudwatch_event_bus_policy.this) == 0
-      && output.consumer_environment["OUTBOX_EVENT_BUS_ARN"] == "arn:aws:events:eu-west-1:111122223333:event-bus/shared"
+      && output.consumer_environment["OUTBOX_CONSUMER_EVENT_BUS_ARN"] == "arn:aws:events:eu-west-1:111122223333:event-bus/shared"
     )
     error_message = "The module must not overwrite an existing bus's policy, and its consumers must expect that bus."
   }
@@ -333,10 +422,56 @@ run "only_the_publisher_and_sweeper_publish_and_only_the_queues_subscribe" {
       } == {
       "arn:aws:iam::111122223333:role/orders-outbox-publisher" = { allowed = true, denied = false }
       "arn:aws:iam::111122223333:role/orders-outbox-sweeper"   = { allowed = true, denied = false }
-      "arn:aws:iam::111122223333:role/outbox-operator"         = { allowed = false, denied = true }
+      "arn:aws:iam::111122223333:role/outbox-operator"         = { allowed = false, denied = false }
       "arn:aws:iam::111122223333:role/Administrator"           = { allowed = false, denied = true }
     }
-    error_message = "Only the publisher and the sweeper may publish to the topic; every other IAM principal, operators and administrators included, is denied."
+    error_message = "Only the publisher and the sweeper may publish to the topic; operators (outbox-ops replay-failures, release --publish-now) are only exempt from the Deny; every other IAM principal, administrators included, is denied."
+  }
+
+  # Every Deny whole: a condition added, or an exemption widened, fails here.
+  assert {
+    condition = {
+      for s in data.aws_iam_policy_document.sns_topic[0].statement : s.sid => {
+        actions    = s.actions
+        principals = [for pr in s.principals : "${pr.type} ${join(",", sort(pr.identifiers))}"]
+        conditions = { for c in s.condition : "${c.test} ${c.variable}" => toset(c.values) }
+      } if s.effect == "Deny"
+      } == {
+      NoOtherPublisher = {
+        actions    = toset(["sns:Publish"])
+        principals = ["* *"]
+        conditions = {
+          "ArnNotLike aws:PrincipalArn" = toset([
+            "arn:aws:iam::111122223333:role/orders-outbox-publisher",
+            "arn:aws:iam::111122223333:role/orders-outbox-sweeper",
+            "arn:aws:iam::111122223333:role/outbox-operator",
+          ])
+          "BoolIfExists aws:PrincipalIsAWSService" = toset(["false"])
+        }
+      }
+      SubscribeOnlyQueues = {
+        actions    = toset(["sns:Subscribe"])
+        principals = ["* *"]
+        conditions = { "StringNotEquals sns:Protocol" = toset(["sqs"]) }
+      }
+      SubscribeOnlyOutboxQueues = {
+        actions    = toset(["sns:Subscribe"])
+        principals = ["* *"]
+        conditions = { "StringNotEquals sns:Endpoint" = toset(["arn:aws:sqs:eu-west-1:111122223333:orders-outbox-audit-consumer"]) }
+      }
+    }
+    error_message = "Each Deny of the topic policy must be exactly: every principal, its one action, exempting only the listed roles (and AWS services) or the module's sqs endpoints; no other condition."
+  }
+
+  assert {
+    condition = alltrue(flatten([
+      for s in data.aws_iam_policy_document.sns_topic[0].statement : [
+        for c in s.condition : [
+          for v in c.values : length(regexall("[*?]", v)) == 0 || contains(var.operator_principal_arns, v)
+        ] if c.variable == "aws:PrincipalArn" || c.variable == "sns:Endpoint"
+      ] if s.effect == "Deny"
+    ]))
+    error_message = "A Deny's exemption may hold a wildcard only where the caller wrote it into operator_principal_arns."
   }
 
   # Subscribe: denied unless the protocol is sqs AND the endpoint one of the module's queues.
@@ -374,8 +509,8 @@ run "only_the_publisher_and_sweeper_publish_and_only_the_queues_subscribe" {
 
   assert {
     condition = output.consumer_environment == tomap({
-      OUTBOX_PUBLISH_TO = "sns"
-      OUTBOX_TOPIC_ARN  = "arn:aws:sns:eu-west-1:111122223333:orders-outbox"
+      OUTBOX_CONSUMER_TRANSPORT = "sns"
+      OUTBOX_CONSUMER_TOPIC_ARN = "arn:aws:sns:eu-west-1:111122223333:orders-outbox"
     })
     error_message = "Consumers on the SNS path must be told the topic."
   }

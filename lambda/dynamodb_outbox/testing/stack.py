@@ -35,8 +35,10 @@ from dynamodb_outbox.local import (
 )
 from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
+    ENV_CONSUMER_EVENT_BUS_ARN,
     ENV_CONSUMER_NAME,
-    ENV_EVENT_BUS_ARN,
+    ENV_CONSUMER_TOPIC_ARN,
+    ENV_CONSUMER_TRANSPORT,
     ENV_EVENT_BUS_NAME,
     ENV_IDEMPOTENCY_TABLE,
     ENV_PARTITION_KEY,
@@ -159,8 +161,14 @@ class OutboxStack:
         """What consumers check their messages against (``sns.tf``'s
         ``consumer_sender_environment``, the module's ``consumer_environment`` output)."""
         if self.publish_to == "eventbridge":
-            return {ENV_PUBLISH_TO: "eventbridge", ENV_EVENT_BUS_ARN: str(self.event_bus_arn)}
-        return {ENV_PUBLISH_TO: self.publish_to, ENV_TOPIC_ARN: str(self.topic_arn)}
+            return {
+                ENV_CONSUMER_TRANSPORT: "eventbridge",
+                ENV_CONSUMER_EVENT_BUS_ARN: str(self.event_bus_arn),
+            }
+        return {
+            ENV_CONSUMER_TRANSPORT: self.publish_to,
+            ENV_CONSUMER_TOPIC_ARN: str(self.topic_arn),
+        }
 
     def consumer_environment(self, key: str) -> dict[str, str]:
         """What a consumer function of key ``key`` has (``consumers.tf``)."""

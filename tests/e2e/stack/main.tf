@@ -27,8 +27,21 @@ variable "event_source" {
   default     = "e2e.orders"
 }
 
+# The runner: test_e2e_aws.py sends a poison message to the consumer queue with
+# the ambient credentials, and the queue's policy denies sqs:SendMessage to every
+# IAM principal but operator_principal_arns. aws:PrincipalArn of an assumed role
+# is the role's ARN: the session's issuer, not the session ARN itself. (Root
+# credentials cannot be listed and are refused by the input's validation.)
+data "aws_caller_identity" "runner" {}
+
+data "aws_iam_session_context" "runner" {
+  arn = data.aws_caller_identity.runner.arn
+}
+
 module "outbox" {
   source = "../../.."
+
+  operator_principal_arns = [data.aws_iam_session_context.runner.issuer_arn]
 
   name = var.name
   tags = { Purpose = "dynamodb-outbox-e2e" }
