@@ -233,6 +233,8 @@ module "windows" {
     }
   }
   archive_retention_days = local.create_event_archive ? var.event_archive.retention_days : 0
+  # The bus's DLQ receives events only when the bus has a customer key.
+  bus_dlq_retention_seconds = local.create_event_bus_dlq && var.kms_key_arn != null ? local.event_bus_dlq_retention_seconds : 0
   # The sweeper re-publishes an item as long as it stays pending; the
   # oldest-pending alarm bounds that (a cron() schedule without an explicit
   # threshold counts as daily).

@@ -170,9 +170,13 @@ output "consumer_environment" {
     `OUTBOX_PUBLISH_TO` and the bus (`OUTBOX_EVENT_BUS_ARN`) or topic
     (`OUTBOX_TOPIC_ARN`). The module sets them on its reference consumers; merge them
     into your own functions' environment. Without them the toolkit checks no sender and
-    never reprocesses on a replay's name.
+    never reprocesses on a replay's name. Also `OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`:
+    an idempotency window that covers any consumer of this outbox whatever its settings
+    (queue retention and target retry at their maxima), longer than or equal to
+    `consumers[k].idempotency_expires_after_seconds`; unlike the `consumers` output it
+    does not depend on `consumers`, so the function whose ARN you give there can take it.
   EOT
-  value       = local.consumer_sender_environment
+  value       = merge(local.consumer_sender_environment, local.consumer_window_environment)
 }
 
 output "idempotency_table_name" {
