@@ -45,6 +45,12 @@ variable "bus_dlq_retention_seconds" {
   nullable    = false
 }
 
+variable "alarm_period_seconds" {
+  description = "The alarms' period (alarms.period_seconds): the DLQ-age alarm fires up to one period after its threshold is crossed."
+  type        = number
+  nullable    = false
+}
+
 variable "consumer_dlq_age_threshold_seconds" {
   description = "An explicit DLQ-age alarm threshold, null to derive it."
   type        = number
@@ -104,10 +110,15 @@ locals {
   }
 
   # The DLQ-age alarm fires with half of the DLQ's life after the move still
-  # ahead (the operator's time to redrive before SQS deletes the copy); the
-  # window above covers the redrive whenever it comes in that life.
+  # ahead (the operator's time to redrive before SQS deletes the copy), and in
+  # any case one alarm period before the deletion (the alarm fires up to a
+  # period after the threshold is crossed); the window above covers the
+  # redrive whenever it comes in that life.
   consumer_dlq_age_threshold_seconds = {
-    for key, c in local.consumer : key => coalesce(var.consumer_dlq_age_threshold_seconds, floor(c.dlq_life_after_move_seconds / 2))
+    for key, c in local.consumer : key => coalesce(
+      var.consumer_dlq_age_threshold_seconds,
+      min(floor(c.dlq_life_after_move_seconds / 2), max(0, c.dlq_life_after_move_seconds - var.alarm_period_seconds - 1)),
+    )
   }
 }
 

@@ -29,6 +29,8 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "sweeper_republish_seconds": 600,
     # No customer key on the bus: its DLQ receives nothing.
     "bus_dlq_retention_seconds": 0,
+    # alarms.period_seconds' default.
+    "alarm_period_seconds": 300,
 }
 
 

@@ -222,6 +222,60 @@ run "a_bus_with_a_customer_key_adds_its_dlq_retention_to_the_window" {
   }
 }
 
+# A weekly cron() sweeper with its threshold set: the window counts the
+# threshold (8 days), not a day.
+run "a_cron_sweeper_schedule_widens_the_window_by_its_explicit_threshold" {
+  command = plan
+
+  variables {
+    sweeper = { schedule_expression = "cron(0 3 ? * MON *)" }
+    alarms = {
+      actions                              = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
+      disabled                             = ["oldest_pending_item"]
+      oldest_pending_age_threshold_seconds = 8 * 86400
+    }
+  }
+
+  assert {
+    condition     = module.windows.minimum_idempotency_seconds["audit"] == 27 * 86400
+    error_message = "8 (the sweeper's threshold) + 1 + 14 + 4 = 27 days, got ${module.windows.minimum_idempotency_seconds["audit"]} s."
+  }
+}
+
+# The alarm fires up to a period after its threshold: both must come before SQS
+# deletes the message. A queue kept 13 days leaves a moved message 1 day.
+run "a_dlq_age_threshold_that_fires_only_after_the_deletion_once_its_period_counts_is_refused" {
+  command = plan
+
+  variables {
+    consumers = { audit = { event_pattern = "{\"source\":[\"orders\"]}", message_retention_seconds = 13 * 86400 } }
+    alarms = {
+      actions                            = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
+      period_seconds                     = 3600
+      consumer_dlq_age_threshold_seconds = 86400 - 1800
+    }
+  }
+
+  expect_failures = [aws_cloudwatch_metric_alarm.this]
+}
+
+run "the_derived_dlq_age_threshold_leaves_its_period_before_the_deletion" {
+  command = plan
+
+  variables {
+    consumers = { audit = { event_pattern = "{\"source\":[\"orders\"]}", message_retention_seconds = 1209600 - 7200 } }
+    alarms = {
+      actions        = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
+      period_seconds = 3600
+    }
+  }
+
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.this["consumer_dlq_age/audit"].threshold == 3599
+    error_message = "Two hours of DLQ life and a one-hour period: the alarm must cross at 3599 s, got ${aws_cloudwatch_metric_alarm.this["consumer_dlq_age/audit"].threshold}."
+  }
+}
+
 run "an_explicit_window_at_least_the_minimum_is_kept" {
   command = plan
 
