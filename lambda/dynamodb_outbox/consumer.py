@@ -111,6 +111,7 @@ from dynamodb_outbox._consumer_errors import (
 )
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
 from dynamodb_outbox.event_ids import event_id_milliseconds
+from dynamodb_outbox.ledger import EXPIRY_ATTR, KEY_ATTR
 from dynamodb_outbox.replays import is_reprocess_for
 from dynamodb_outbox.routing import Router
 from dynamodb_outbox.sender_checks import (
@@ -984,7 +985,7 @@ class OutboxConsumer:
         """
         if self._persistence_store is None:
             self._persistence_store = DynamoDBPersistenceLayer(
-                table_name=str(self.idempotency_table)
+                table_name=str(self.idempotency_table), key_attr=KEY_ATTR, expiry_attr=EXPIRY_ATTR
             )
         return self._persistence_store
 
