@@ -172,9 +172,11 @@ output "consumer_environment" {
     into your own functions' environment. Without them the toolkit checks no sender and
     never reprocesses on a replay's name. Also `OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`:
     an idempotency window that covers any consumer of this outbox whatever its settings
-    (queue retention and target retry at their maxima), longer than or equal to
-    `consumers[k].idempotency_expires_after_seconds`; unlike the `consumers` output it
-    does not depend on `consumers`, so the function whose ARN you give there can take it.
+    (queue retention and target retry at their maxima), at least every consumer's derived
+    minimum (an explicit `consumers[k].idempotency_expires_after_seconds` above it is not
+    reflected: set that value in your function's environment yourself); unlike the
+    `consumers` output it does not depend on `consumers`, so the function whose ARN you
+    give there can take it.
   EOT
   value       = merge(local.consumer_sender_environment, local.consumer_window_environment)
 }
