@@ -7,6 +7,8 @@ locals {
   # its owner configured, and publish_to = "sns" has no bus.
   create_event_bus     = !local.publish_to_sns && var.event_bus.create
   create_event_bus_dlq = local.create_event_bus
+  # 14 days, the SQS maximum (modules/windows): a window term when the bus has a customer key.
+  event_bus_dlq_retention_seconds = module.windows.dlq_retention_seconds
 
   # Built from names, like the consumer queues' ARNs (consumers.tf): the bus names
   # its DLQ, whose policy names the bus. Postconditions check both.
@@ -141,7 +143,7 @@ resource "aws_sqs_queue" "event_bus_dlq" {
   count = local.create_event_bus_dlq ? 1 : 0
 
   name                      = local.event_bus_dlq_name
-  message_retention_seconds = 1209600 # 14 days, the SQS maximum
+  message_retention_seconds = local.event_bus_dlq_retention_seconds
   max_message_size          = local.queue_max_message_bytes
 
   sqs_managed_sse_enabled = true

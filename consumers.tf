@@ -233,10 +233,14 @@ module "windows" {
     }
   }
   archive_retention_days = local.create_event_archive ? var.event_archive.retention_days : 0
+  # The bus's DLQ receives events only when the bus has a customer key.
+  bus_dlq_retention_seconds = local.create_event_bus_dlq && var.kms_key_arn != null ? local.event_bus_dlq_retention_seconds : 0
   # The sweeper re-publishes an item as long as it stays pending; the
-  # oldest-pending alarm bounds that (a cron() schedule without an explicit
-  # threshold counts as daily).
-  sweeper_republish_seconds          = local.sweeper_enabled ? coalesce(local.oldest_pending_threshold_seconds, var.sweeper.min_age_seconds + 86400) : 0
+  # oldest-pending alarm's threshold bounds that. A cron() schedule has no
+  # interval to derive it from: the threshold is then required
+  # (aws_scheduler_schedule.sweeper's precondition), alarm or not.
+  sweeper_republish_seconds          = local.sweeper_enabled ? coalesce(local.oldest_pending_threshold_seconds, 0) : 0
+  alarm_period_seconds               = var.alarms.period_seconds
   consumer_dlq_age_threshold_seconds = var.alarms.consumer_dlq_age_threshold_seconds
 }
 

@@ -170,10 +170,17 @@ output "consumer_environment" {
     `OUTBOX_CONSUMER_TRANSPORT` and the bus (`OUTBOX_CONSUMER_EVENT_BUS_ARN`) or topic
     (`OUTBOX_CONSUMER_TOPIC_ARN`). The module sets them on its reference consumers; merge
     them into your own functions' environment. They do not clash with
-    `writer_environment` (of this outbox or another): a consumer may also write events. Without them the toolkit checks no sender and
-    never reprocesses on a replay's name.
+    `writer_environment` (of this outbox or another): a consumer may also write events.
+    Without them the toolkit checks no sender and never reprocesses on a replay's name.
+    Also `OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`:
+    an idempotency window that covers any consumer of this outbox whatever its settings
+    (queue retention and target retry at their maxima), at least every consumer's derived
+    minimum (an explicit `consumers[k].idempotency_expires_after_seconds` above it is not
+    reflected: set that value in your function's environment yourself); unlike the
+    `consumers` output it does not depend on `consumers`, so the function whose ARN you
+    give there can take it.
   EOT
-  value       = local.consumer_sender_environment
+  value       = merge(local.consumer_sender_environment, local.consumer_window_environment)
 }
 
 output "idempotency_table_name" {

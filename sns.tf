@@ -73,6 +73,14 @@ locals {
     OUTBOX_CONSUMER_EVENT_BUS_ARN = var.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
   }
 
+  # The idempotency window a caller's own consumer function can take (the
+  # consumer_environment output): the longest any consumer can need, whatever
+  # its settings, read from nothing in var.consumers (which holds that
+  # function's ARN: anything derived from it would make a cycle).
+  consumer_window_environment = {
+    OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = tostring(module.windows.idempotency_bound_seconds)
+  }
+
   # Built from its name, like the queues' ARNs (consumers.tf), so that the topic's
   # policy is known at plan; the topic's postcondition checks it.
   sns_topic_built_arn = "${local.arn_prefix}:sns:${local.arn_region_account}:${local.sns_topic_name}"

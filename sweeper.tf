@@ -396,5 +396,15 @@ resource "aws_scheduler_schedule" "sweeper" {
 
   # No tags: schedules are not taggable (schedule groups are).
 
+  lifecycle {
+    # The idempotency window counts the sweeper's re-publishes up to this
+    # threshold (modules/windows): a cron() schedule has no interval to derive
+    # it from, with or without the oldest_pending_item alarm.
+    precondition {
+      condition     = local.oldest_pending_threshold_seconds != null
+      error_message = "With a cron() sweeper schedule (${var.sweeper.schedule_expression}), set alarms.oldest_pending_age_threshold_seconds: sweeper.min_age_seconds plus the longest gap between runs. The sweeper re-publishes an item as long as it stays pending, and the consumers' idempotency window is derived from that bound (docs/seams.md, Windows), even with oldest_pending_item in alarms.disabled."
+    }
+  }
+
   depends_on = [aws_iam_role_policy.sweeper_schedule]
 }

@@ -67,7 +67,11 @@ resource "aws_lambda_function" "billing" {
   }
 
   # consumer_environment: the transport and topic the toolkit checks every
-  # message against, so a message the topic did not deliver is refused.
+  # message against, so a message the topic did not deliver is refused, and
+  # OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS, the idempotency window that covers
+  # any consumer of this topic (52 days on sns). Not
+  # module.outbox.consumers["billing"].environment: that output depends on
+  # `consumers`, which holds this function's ARN (a cycle).
   environment {
     variables = merge({
       OUTBOX_IDEMPOTENCY_TABLE = local.idempotency_table_name

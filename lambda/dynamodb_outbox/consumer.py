@@ -111,6 +111,7 @@ from dynamodb_outbox._consumer_errors import (
 )
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
 from dynamodb_outbox.event_ids import event_id_milliseconds
+from dynamodb_outbox.ledger import EXPIRY_ATTR, KEY_ATTR
 from dynamodb_outbox.replays import is_reprocess_for
 from dynamodb_outbox.routing import Router
 from dynamodb_outbox.sender_checks import (
@@ -156,6 +157,7 @@ __all__ = [
     "parse_body",
     "process_sqs_batch",
     "producer_log_keys",
+    "resolve_expires_after_seconds",
 ]
 
 #: The window when neither ``expires_after_seconds`` nor
@@ -166,6 +168,57 @@ __all__ = [
 #: consumer fed some other way, and is too short for a queue whose DLQ keeps
 #: messages 14 days.
 DEFAULT_EXPIRES_AFTER_SECONDS: Final = 7 * 24 * 60 * 60
+
+_warned_without_window = False
+
+
+def resolve_expires_after_seconds(
+    explicit: int | None,
+    environ: Mapping[str, str] | None = None,
+    logger: Logger | None = None,
+) -> int:
+    """The idempotency window a consumer keeps records for.
+
+    ``$OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`` is what the module derived
+    (docs/seams.md, "Windows"): an ``explicit`` window may lengthen it, never
+    shorten it (:class:`~dynamodb_outbox.settings.ConfigurationError`: a copy
+    of an event arriving after a shorter window would take effect twice).
+    Without the variable, ``explicit`` or :data:`DEFAULT_EXPIRES_AFTER_SECONDS`;
+    on Lambda (``$AWS_LAMBDA_FUNCTION_NAME`` set) the default is logged as a
+    warning, once per process: the function was not given the module's
+    ``consumer_environment`` (or its ``consumers`` output's ``environment``).
+    """
+    env = os.environ if environ is None else environ
+    derived = (
+        integer_env(env, ENV_EXPIRES_AFTER_SECONDS, 0, minimum=1)
+        if env.get(ENV_EXPIRES_AFTER_SECONDS, "").strip()
+        else None
+    )
+    if explicit is not None and explicit <= 0:
+        raise ValueError("expires_after_seconds must be positive")
+    if derived is not None:
+        if explicit is not None and explicit < derived:
+            raise ConfigurationError(
+                f"expires_after_seconds={explicit} is shorter than {ENV_EXPIRES_AFTER_SECONDS}"
+                f"={derived}, the window the module derived from every place a copy of an "
+                "event can still come from (docs/seams.md, Windows): a copy arriving after "
+                "the shorter window would take effect twice. Drop the argument, or pass at "
+                f"least {derived}"
+            )
+        return explicit if explicit is not None else derived
+    if explicit is not None:
+        return explicit
+    global _warned_without_window
+    if env.get(_ENV_LAMBDA_FUNCTION_NAME) and not _warned_without_window:
+        _warned_without_window = True
+        (logger or _default_logger).warning(
+            f"{ENV_EXPIRES_AFTER_SECONDS} is not set: event ids are remembered "
+            f"{DEFAULT_EXPIRES_AFTER_SECONDS} s (7 days), shorter than a copy of an event "
+            "can still arrive behind the module (20 days or more, docs/seams.md Windows). "
+            "Merge the module's consumer_environment output into this function's environment"
+        )
+    return DEFAULT_EXPIRES_AFTER_SECONDS
+
 
 DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-consumer"
 
@@ -334,7 +387,7 @@ def process_sqs_batch(
     *,
     persistence_store: BasePersistenceLayer,
     consumer_name: str,
-    expires_after_seconds: int = DEFAULT_EXPIRES_AFTER_SECONDS,
+    expires_after_seconds: int | None = None,
     lambda_context: LambdaContext | None = None,
     logger: Logger | None = None,
     metrics: Metrics | None = None,
@@ -360,7 +413,9 @@ def process_sqs_batch(
     :func:`idempotency_key_prefix`. Pass ``lambda_context``: Powertools then
     lets an in-progress record expire when this invocation would have timed
     out, so a crashed attempt is retried on the next delivery; without it the
-    record blocks the event until ``expires_after_seconds``.
+    record blocks the event until ``expires_after_seconds``, which defaults to
+    ``$OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`` and may not be shorter than
+    it (:func:`resolve_expires_after_seconds`).
 
     ``metrics`` (optional) receives ProcessedEvents, DuplicateEvents,
     FailedEvents and UnattemptedEvents counts; flushing them is the caller's job.
@@ -407,6 +462,7 @@ def process_sqs_batch(
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
     log = logger or _default_logger
+    expires_after_seconds = resolve_expires_after_seconds(expires_after_seconds, logger=log)
     message_ids = _message_ids(event)
     records: Sequence[SQSRecord] = event["Records"]
     fifo = any(is_fifo(record.get("eventSourceARN")) for record in records)
@@ -857,8 +913,12 @@ class OutboxConsumer:
     raises :class:`~dynamodb_outbox.settings.ConfigurationError` (IAM would deny
     its idempotency writes). ``expires_after_seconds`` (how long an event id is
     remembered) defaults to ``$OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS``, which
-    the module sets to the window it derives (its ``consumers`` output's
-    ``environment``), then to :data:`DEFAULT_EXPIRES_AFTER_SECONDS`. Logs go to
+    the module sets to the window it derives (its ``consumer_environment``
+    output, or its ``consumers`` output's ``environment``), then to
+    :data:`DEFAULT_EXPIRES_AFTER_SECONDS` (logged as a warning on Lambda); an
+    explicit value shorter than the variable raises
+    :class:`~dynamodb_outbox.settings.ConfigurationError`
+    (:func:`resolve_expires_after_seconds`). Logs go to
     ``logger`` (default: a Powertools Logger named ``$POWERTOOLS_SERVICE_NAME``
     or the consumer name); metrics to ``metrics`` (default: CloudWatch EMF in
     ``$POWERTOOLS_METRICS_NAMESPACE`` or ``DynamoDBOutbox``, dimension
@@ -892,16 +952,12 @@ class OutboxConsumer:
     ) -> None:
         if (idempotency_table is None) == (persistence_store is None):
             raise ValueError("give exactly one of idempotency_table or persistence_store")
-        if expires_after_seconds is None:
-            # What the module derives for this consumer (its `consumers` output's
-            # `environment`, the reference consumer's environment), else the default.
-            expires_after_seconds = integer_env(
-                os.environ, ENV_EXPIRES_AFTER_SECONDS, DEFAULT_EXPIRES_AFTER_SECONDS, minimum=1
-            )
-        if expires_after_seconds <= 0:
-            raise ValueError("expires_after_seconds must be positive")
         self.name = _resolve_name(name)
-        self.expires_after_seconds = expires_after_seconds
+        # What the module derives (its consumer_environment or `consumers`
+        # output, the reference consumer's environment); never shorter.
+        self.expires_after_seconds = resolve_expires_after_seconds(
+            expires_after_seconds, logger=logger
+        )
         self.stop_margin_seconds = stop_margin_seconds
         self.parse_float = parse_float
         if max_concurrency < 1:
@@ -939,7 +995,7 @@ class OutboxConsumer:
         """
         if self._persistence_store is None:
             self._persistence_store = DynamoDBPersistenceLayer(
-                table_name=str(self.idempotency_table)
+                table_name=str(self.idempotency_table), key_attr=KEY_ATTR, expiry_attr=EXPIRY_ATTR
             )
         return self._persistence_store
 

@@ -40,7 +40,7 @@ from dynamodb_outbox.consumer import (
     SQSEvent,
 )
 from dynamodb_outbox.envelope import Envelope
-from dynamodb_outbox.ledger import LedgerDynamoDBClient, record_processed
+from dynamodb_outbox.ledger import EXPIRY_ATTR, KEY_ATTR, LedgerDynamoDBClient, record_processed
 from dynamodb_outbox.log_keys import key_digest
 from dynamodb_outbox.sender_checks import ExpectedSender, expected_sender_from_environment
 from dynamodb_outbox.settings import (
@@ -105,7 +105,9 @@ def _handler_for(
     # a changed environment (tests) never gets a stale handler.
     client = boto3.client("dynamodb")
     consumer = OutboxConsumer(
-        persistence_store=DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client),
+        persistence_store=DynamoDBPersistenceLayer(
+            table_name=table_name, boto3_client=client, key_attr=KEY_ATTR, expiry_attr=EXPIRY_ATTR
+        ),
         name=name,
         expires_after_seconds=expires_after_seconds,
         expected_sender=sender,

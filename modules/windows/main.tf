@@ -39,6 +39,18 @@ variable "sweeper_republish_seconds" {
   nullable    = false
 }
 
+variable "bus_dlq_retention_seconds" {
+  description = "Retention of the bus's own DLQ when events can land there (a bus with a customer KMS key), 0 otherwise."
+  type        = number
+  nullable    = false
+}
+
+variable "alarm_period_seconds" {
+  description = "The alarms' period (alarms.period_seconds): the DLQ-age alarm fires up to one period after its threshold is crossed."
+  type        = number
+  nullable    = false
+}
+
 variable "consumer_dlq_age_threshold_seconds" {
   description = "An explicit DLQ-age alarm threshold, null to derive it."
   type        = number
@@ -55,6 +67,12 @@ locals {
   sns_to_sqs_retry_seconds = 23 * 86400
   # - SQS keeps a message at most 14 days: the consumers' DLQs keep that long.
   dlq_retention_seconds = 1209600
+  # - SQS keeps a queue's message at most that long too (MessageRetentionPeriod,
+  #   60 to 1,209,600 s), and EventBridge retries a target at most 24 hours
+  #   (MaximumEventAgeInSeconds, 60 to 86,400 s): the longest a consumer's
+  #   `message_retention_seconds` and `maximum_event_age_in_seconds` can be.
+  max_message_retention_seconds = local.dlq_retention_seconds
+  max_event_age_seconds         = 86400
 
   ordered = var.publish_to == "sns_fifo"
 
@@ -62,49 +80,76 @@ locals {
   # record lives, or as long as its item stays pending for the sweeper.
   republish_seconds = max(local.stream_record_lifetime_seconds, var.sweeper_republish_seconds)
 
-  consumer = {
-    for key, c in var.consumers : key => {
-      # From PutEvents (or Publish) to the queue: EventBridge's target retry
-      # window, or SNS's fixed 23 days. What still fails goes to the DLQ.
-      delivery_seconds = var.publish_to == "eventbridge" ? c.maximum_event_age_in_seconds : local.sns_to_sqs_retry_seconds
-      # How long the DLQ can hold a copy, counted from the copy's first enqueue
-      # in the queue (or in the DLQ, when the rule or subscription put it there):
-      # a standard DLQ keeps the original enqueue time, a FIFO DLQ resets it on
-      # the move, after up to the queue's whole retention.
-      dlq_life_seconds = local.ordered ? c.message_retention_seconds + local.dlq_retention_seconds : max(c.message_retention_seconds, local.dlq_retention_seconds)
-      # What the DLQ-age alarm can see: ApproximateAgeOfOldestMessage counts from
-      # the move to the DLQ, which comes at most a queue retention after the
-      # first enqueue; the message is deleted at the end of its DLQ life.
-      dlq_life_after_move_seconds = local.ordered ? local.dlq_retention_seconds : max(0, local.dlq_retention_seconds - c.message_retention_seconds)
-    }
-  }
-
   # THE inequality. An event's idempotency record (written when it first takes
   # effect, after its first publish) must outlive every copy that can still
   # reach the function:
-  #   window >= republish + delivery + DLQ life + queue retention
+  #   window >= republish + bus DLQ + delivery + DLQ life + queue retention
+  # (each consumer's terms in terms/main.tf),
   # the last term being a copy redriven from the DLQ on its last day: SQS makes
   # it a new message, with a new enqueue time, kept the queue's retention again.
   # A replay from the archive is a copy too (at most archive retention after
   # the publish); the toolkit also skips an unasked replay older than the
   # window, so the archive term keeps replays deduplicated rather than skipped.
-  minimum_idempotency_seconds = {
-    for key, c in var.consumers : key => max(
-      local.republish_seconds + local.consumer[key].delivery_seconds + local.consumer[key].dlq_life_seconds + c.message_retention_seconds,
-      var.archive_retention_days * 86400,
-    )
-  }
+  #
+  # A copy put back from the bus's own DLQ (events the bus could not encrypt or
+  # decrypt with its customer key, kept 14 days; README's runbook) starts its
+  # delivery up to that DLQ's retention after a publish: its term adds to the
+  # republish one.
+  minimum_idempotency_seconds = { for key, c in module.consumer : key => c.minimum_idempotency_seconds }
+
+  # The window of the longest-lived consumer the variables allow: at least every
+  # consumer's minimum, whatever its settings. It depends on no consumer, so a
+  # caller's own consumer function (whose ARN is in var.consumers) can take it
+  # without a cycle.
+  idempotency_bound_seconds = module.longest_consumer.minimum_idempotency_seconds
+
+  consumer = module.consumer
 
   idempotency_expires_after_seconds = {
     for key, c in var.consumers : key => coalesce(c.idempotency_expires_after_seconds, local.minimum_idempotency_seconds[key])
   }
 
   # The DLQ-age alarm fires with half of the DLQ's life after the move still
-  # ahead (the operator's time to redrive before SQS deletes the copy); the
-  # window above covers the redrive whenever it comes in that life.
+  # ahead (the operator's time to redrive before SQS deletes the copy), and in
+  # any case one alarm period before the deletion (the alarm fires up to a
+  # period after the threshold is crossed); the window above covers the
+  # redrive whenever it comes in that life.
   consumer_dlq_age_threshold_seconds = {
-    for key, c in local.consumer : key => coalesce(var.consumer_dlq_age_threshold_seconds, floor(c.dlq_life_after_move_seconds / 2))
+    for key, c in local.consumer : key => coalesce(
+      var.consumer_dlq_age_threshold_seconds,
+      min(floor(c.dlq_life_after_move_seconds / 2), max(0, c.dlq_life_after_move_seconds - var.alarm_period_seconds - 1)),
+    )
   }
+}
+
+# Each consumer's terms (terms/main.tf holds the formula once).
+module "consumer" {
+  source   = "./terms"
+  for_each = var.consumers
+
+  publish_to                   = var.publish_to
+  message_retention_seconds    = each.value.message_retention_seconds
+  maximum_event_age_in_seconds = each.value.maximum_event_age_in_seconds
+  republish_seconds            = local.republish_seconds
+  bus_dlq_retention_seconds    = var.bus_dlq_retention_seconds
+  archive_retention_days       = var.archive_retention_days
+  dlq_retention_seconds        = local.dlq_retention_seconds
+  sns_to_sqs_retry_seconds     = local.sns_to_sqs_retry_seconds
+}
+
+# The longest-lived consumer the variables allow: queue retention and target
+# retry at their maxima. Nothing here reads var.consumers.
+module "longest_consumer" {
+  source = "./terms"
+
+  publish_to                   = var.publish_to
+  message_retention_seconds    = local.max_message_retention_seconds
+  maximum_event_age_in_seconds = local.max_event_age_seconds
+  republish_seconds            = local.republish_seconds
+  bus_dlq_retention_seconds    = var.bus_dlq_retention_seconds
+  archive_retention_days       = var.archive_retention_days
+  dlq_retention_seconds        = local.dlq_retention_seconds
+  sns_to_sqs_retry_seconds     = local.sns_to_sqs_retry_seconds
 }
 
 output "dlq_retention_seconds" {
@@ -115,6 +160,11 @@ output "dlq_retention_seconds" {
 output "minimum_idempotency_seconds" {
   description = "Per consumer, the shortest idempotency window that outlives every copy of an event."
   value       = local.minimum_idempotency_seconds
+}
+
+output "idempotency_bound_seconds" {
+  description = "The window that covers every consumer whatever its settings (message retention and target retry at their maxima); depends on no consumer."
+  value       = local.idempotency_bound_seconds
 }
 
 output "idempotency_expires_after_seconds" {

@@ -27,6 +27,10 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "archive_retention_days": 7,
     # sweeper.min_age_seconds + the rate(5 minutes) interval.
     "sweeper_republish_seconds": 600,
+    # No customer key on the bus: its DLQ receives nothing.
+    "bus_dlq_retention_seconds": 0,
+    # alarms.period_seconds' default.
+    "alarm_period_seconds": 300,
 }
 
 

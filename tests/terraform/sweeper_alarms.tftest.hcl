@@ -865,7 +865,25 @@ run "cron_schedule_needs_an_explicit_pending_age_threshold" {
     }
   }
 
-  expect_failures = [aws_cloudwatch_metric_alarm.this]
+  expect_failures = [aws_cloudwatch_metric_alarm.this, aws_scheduler_schedule.sweeper]
+}
+
+# The idempotency window counts the sweeper's re-publishes up to the threshold:
+# turning the alarm off does not make a cron() schedule's gap known.
+run "cron_schedule_needs_an_explicit_pending_age_threshold_even_with_the_alarm_disabled" {
+  command = plan
+
+  variables {
+    sweeper = {
+      schedule_expression = "cron(0 3 ? * MON *)"
+    }
+    alarms = {
+      disabled = ["oldest_pending_item"]
+      actions  = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
+    }
+  }
+
+  expect_failures = [aws_scheduler_schedule.sweeper]
 }
 
 run "cron_schedule_with_a_pending_age_threshold" {

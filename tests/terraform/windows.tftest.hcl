@@ -65,11 +65,11 @@ run "default_window_is_twenty_days_and_reaches_the_function_and_the_output" {
   assert {
     condition = (
       output.consumers["audit"].idempotency_expires_after_seconds == 20 * 86400
-      && output.consumers["audit"].environment == merge({
+      && output.consumers["audit"].environment == merge(output.consumer_environment, {
         OUTBOX_CONSUMER_NAME                     = "audit"
         OUTBOX_IDEMPOTENCY_TABLE                 = "orders-outbox-idempotency"
         OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = tostring(20 * 86400)
-      }, output.consumer_environment)
+      })
     )
     error_message = "The consumers output must give a caller's own function the same window and settings as the reference consumer."
   }
@@ -77,6 +77,14 @@ run "default_window_is_twenty_days_and_reaches_the_function_and_the_output" {
   assert {
     condition     = aws_sqs_queue.consumer_dlq["audit"].message_retention_seconds == 1209600
     error_message = "The consumer DLQ keeps 14 days, the window's DLQ term."
+  }
+
+  # What a caller's own function can take without a cycle (consumer_environment
+  # does not depend on `consumers`): the window of a consumer whose queue keeps
+  # 14 days and whose target retries 24 h: 1 + 1 + 14 + 14 = 30 days.
+  assert {
+    condition     = output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == tostring(30 * 86400)
+    error_message = "consumer_environment must carry the longest window any consumer can need: 30 days on eventbridge, got ${output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]}."
   }
 
   # A standard DLQ keeps a message 14 days from its first enqueue; moved after
@@ -159,6 +167,12 @@ run "sns_fifo_counts_sns_retries_and_the_fifo_dlq_resetting_the_enqueue_time" {
     condition     = aws_cloudwatch_metric_alarm.this["consumer_dlq_age/audit"].threshold == 7 * 86400
     error_message = "A FIFO DLQ keeps a message 14 days from its move: the alarm fires after 7."
   }
+
+  # 1 + 23 + 14 + 14 + 14 = 66 days, whatever the consumers' settings.
+  assert {
+    condition     = output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == tostring(66 * 86400)
+    error_message = "sns_fifo: consumer_environment's window must be 66 days, got ${output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]}."
+  }
 }
 
 run "sns_counts_sns_retries_to_sqs" {
@@ -178,6 +192,87 @@ run "sns_counts_sns_retries_to_sqs" {
   assert {
     condition     = module.windows.minimum_idempotency_seconds["audit"] == 42 * 86400
     error_message = "sns: 1 + 23 + 14 + 4 = 42 days, got ${module.windows.minimum_idempotency_seconds["audit"]} s."
+  }
+
+  # 1 + 23 + 14 + 14 = 52 days: at least the 42 the consumer needs.
+  assert {
+    condition     = output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == tostring(52 * 86400)
+    error_message = "sns: consumer_environment's window must be 52 days, got ${output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]}."
+  }
+}
+
+# The bus's own DLQ receives the events the bus cannot encrypt or decrypt with
+# its customer key; the runbook puts them back on the bus within its 14 days,
+# after which each is delivered like a first copy: 14 days more.
+run "a_bus_with_a_customer_key_adds_its_dlq_retention_to_the_window" {
+  command = plan
+
+  variables {
+    kms_key_arn = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+  }
+
+  assert {
+    condition     = module.windows.minimum_idempotency_seconds["audit"] == 34 * 86400
+    error_message = "With the bus DLQ: 1 + 14 (bus DLQ) + 1 + 14 + 4 = 34 days, got ${module.windows.minimum_idempotency_seconds["audit"]} s."
+  }
+
+  assert {
+    condition     = output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"] == tostring(44 * 86400)
+    error_message = "With the bus DLQ the bound is 1 + 14 + 1 + 14 + 14 = 44 days, got ${output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]}."
+  }
+}
+
+# A weekly cron() sweeper with its threshold set: the window counts the
+# threshold (8 days), not a day.
+run "a_cron_sweeper_schedule_widens_the_window_by_its_explicit_threshold" {
+  command = plan
+
+  variables {
+    sweeper = { schedule_expression = "cron(0 3 ? * MON *)" }
+    alarms = {
+      actions                              = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
+      disabled                             = ["oldest_pending_item"]
+      oldest_pending_age_threshold_seconds = 8 * 86400
+    }
+  }
+
+  assert {
+    condition     = module.windows.minimum_idempotency_seconds["audit"] == 27 * 86400
+    error_message = "8 (the sweeper's threshold) + 1 + 14 + 4 = 27 days, got ${module.windows.minimum_idempotency_seconds["audit"]} s."
+  }
+}
+
+# The alarm fires up to a period after its threshold: both must come before SQS
+# deletes the message. A queue kept 13 days leaves a moved message 1 day.
+run "a_dlq_age_threshold_that_fires_only_after_the_deletion_once_its_period_counts_is_refused" {
+  command = plan
+
+  variables {
+    consumers = { audit = { event_pattern = "{\"source\":[\"orders\"]}", message_retention_seconds = 13 * 86400 } }
+    alarms = {
+      actions                            = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
+      period_seconds                     = 3600
+      consumer_dlq_age_threshold_seconds = 86400 - 1800
+    }
+  }
+
+  expect_failures = [aws_cloudwatch_metric_alarm.this]
+}
+
+run "the_derived_dlq_age_threshold_leaves_its_period_before_the_deletion" {
+  command = plan
+
+  variables {
+    consumers = { audit = { event_pattern = "{\"source\":[\"orders\"]}", message_retention_seconds = 1209600 - 7200 } }
+    alarms = {
+      actions        = ["arn:aws:sns:eu-west-1:111122223333:oncall"]
+      period_seconds = 3600
+    }
+  }
+
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.this["consumer_dlq_age/audit"].threshold == 3599
+    error_message = "Two hours of DLQ life and a one-hour period: the alarm must cross at 3599 s, got ${aws_cloudwatch_metric_alarm.this["consumer_dlq_age/audit"].threshold}."
   }
 }
 

@@ -96,11 +96,106 @@ def test_a_consumers_iam_prefixes_are_the_keys_its_toolkit_writes() -> None:
     assert LEDGER_KEY_PREFIX == "ledger#"
 
 
-@pytest.mark.parametrize("metric", ["QuarantinedEvents", "OldestPendingAgeSeconds"])
-def test_the_metrics_the_alarms_watch_are_the_ones_the_functions_emit(metric: str) -> None:
-    assert f'"{metric}"' in tf("alarms.tf")
-    emitted = tf("lambda/dynamodb_outbox/sweeper.py") + tf("lambda/dynamodb_outbox/publisher.py")
-    assert f'"{metric}"' in emitted
+# Every metric the alarms and the dashboard read from the functions' namespace,
+# and each function that emits it: checked against each file alone, so a
+# rename in one of two emitters fails too.
+_CONSUMER_PY = "lambda/dynamodb_outbox/consumer.py"
+_PUBLISHER_PY = "lambda/dynamodb_outbox/publisher.py"
+_SWEEPER_PY = "lambda/dynamodb_outbox/sweeper.py"
+
+
+def _metric_names(file: str) -> set[str]:
+    """The metric names ``file`` reads: ``metric_name = "X"`` and the dashboard's name maps."""
+    text = tf(file)
+    names = set(re.findall(r'metric_name\s*=\s*"([A-Za-z]+)"', text))
+    for block in re.findall(r"for name, label in \{([^}]*)\}", text):
+        names |= set(re.findall(r"(\w+)\s*=", block))
+    return names
+
+
+def _emitted_by(file: str) -> set[str]:
+    """The names ``file`` puts on its metrics (a dict key, a name=, or a METRIC_ constant)."""
+    text = tf(file)
+    return (
+        set(re.findall(r'^\s*"([A-Z][A-Za-z]+)":\s', text, re.M))
+        | set(re.findall(r'name="([A-Z][A-Za-z]+)"', text))
+        | set(re.findall(r'^METRIC_[A-Z_]+: Final = "([A-Za-z]+)"', text, re.M))
+    )
+
+
+@pytest.mark.parametrize(
+    ("tf_file", "metric", "emitters"),
+    [
+        ("alarms.tf", "QuarantinedEvents", [_PUBLISHER_PY, _SWEEPER_PY]),
+        ("alarms.tf", "OldestPendingAgeSeconds", [_SWEEPER_PY]),
+        ("alarms.tf", "UntrustedEvents", [_CONSUMER_PY]),
+        ("dashboard.tf", "PublishedEvents", [_PUBLISHER_PY]),
+        ("dashboard.tf", "QuarantinedEvents", [_PUBLISHER_PY, _SWEEPER_PY]),
+        ("dashboard.tf", "SweptEvents", [_SWEEPER_PY]),
+        ("dashboard.tf", "ProcessedEvents", [_CONSUMER_PY]),
+        ("dashboard.tf", "FailedEvents", [_CONSUMER_PY]),
+        ("dashboard.tf", "DuplicateEvents", [_CONSUMER_PY]),
+    ],
+)
+def test_the_metrics_the_alarms_and_dashboard_read_are_the_ones_the_functions_emit(
+    tf_file: str, metric: str, emitters: list[str]
+) -> None:
+    assert metric in _metric_names(tf_file)
+    for emitter in emitters:
+        assert metric in _emitted_by(emitter), f"{emitter} no longer emits {metric}"
+
+
+def test_every_outbox_metric_the_module_reads_is_listed_above() -> None:
+    """A new alarm or widget on an outbox metric must be pinned here too."""
+    aws_metrics = {
+        "IteratorAge",
+        "Errors",
+        "ApproximateNumberOfMessagesVisible",
+        "ApproximateAgeOfOldestMessage",
+        "FailedInvocations",
+        "SuccessfulRequestLatency",
+    }
+    pinned = {
+        "QuarantinedEvents",
+        "OldestPendingAgeSeconds",
+        "UntrustedEvents",
+        "PublishedEvents",
+        "SweptEvents",
+        "ProcessedEvents",
+        "FailedEvents",
+        "DuplicateEvents",
+    }
+    read = _metric_names("alarms.tf") | _metric_names("dashboard.tf")
+    assert read - aws_metrics <= pinned, sorted(read - aws_metrics - pinned)
+
+
+def test_the_idempotency_table_has_the_keys_the_toolkit_writes() -> None:
+    """Hash key and TTL attribute: the ledger's constants, which the toolkit gives Powertools."""
+    from dynamodb_outbox.ledger import EXPIRY_ATTR, KEY_ATTR
+
+    table = re.search(
+        r'^resource "aws_dynamodb_table" "idempotency" \{\n(.*?)^\}',
+        tf("consumers.tf"),
+        re.M | re.S,
+    )
+    assert table is not None
+    body = table.group(1)
+    assert re.findall(r'^\s*hash_key\s*=\s*"([^"]+)"', body, re.M) == [KEY_ATTR]
+    assert re.findall(r'^\s*attribute_name\s*=\s*"([^"]+)"', body, re.M) == [EXPIRY_ATTR]
+
+
+def test_the_toolkit_gives_powertools_the_ledgers_key_and_expiry_attributes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dynamodb_outbox.consumer import OutboxConsumer
+    from dynamodb_outbox.ledger import EXPIRY_ATTR, KEY_ATTR
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.delenv("OUTBOX_CONSUMER_NAME", raising=False)
+
+    store = OutboxConsumer("orders-idempotency", name="billing").persistence_store
+
+    assert (store.key_attr, store.expiry_attr) == (KEY_ATTR, EXPIRY_ATTR)  # type: ignore[attr-defined]
 
 
 def _tf_files() -> list[str]:
