@@ -40,6 +40,12 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 
 checkov-venv: $(CHECKOV_STAMP) ## create .venv-checkov with the pinned checkov (tests/security)
 
+# The venv holding only dynamodb-outbox[testing], where the README's testing
+# section runs verbatim (tests/support/clean_venv.py; rebuilt only when its key
+# changes). Built before the suite, like the other venvs, not inside its time.
+clean-venv: $(STAMP) ## create .cache/clean-venv: the package and its testing extra, nothing else
+	$(PY) -c "from tests.support.clean_venv import clean_venv_python; clean_venv_python()"
+
 package: $(STAMP) ## rebuild the reproducible Lambda zip and layer zip in package/
 	$(PY) scripts/build_package.py
 
@@ -77,7 +83,7 @@ PYTEST_WORKERS ?= 6
 # (PYTHONDONTWRITEBYTECODE): every worker collects the whole suite, and the
 # rewritten test modules are then compiled once, not once per worker and run.
 
-test: $(STAMP) $(CHECKOV_STAMP) ## the whole suite (what CI runs), with the time of each stage
+test: $(STAMP) $(CHECKOV_STAMP) clean-venv ## the whole suite (what CI runs), with the time of each stage
 	@$(PY) scripts/timed_stages.py \
 		"package-check=$(PY) scripts/build_package.py --check" \
 		"lint=$(MAKE) --no-print-directory lint" \
