@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TF_CLI_CONFIG := .tfcli/terraformrc
 
-.PHONY: help release venv checkov-venv package package-check lint fmt-check validate tf-config test test-python test-terraform e2e clean
+.PHONY: help release venv checkov-venv clean-venv package package-check lint fmt-check validate tf-config test test-python test-terraform e2e clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
