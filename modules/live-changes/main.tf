@@ -9,18 +9,20 @@
 # value is the one recorded at its last creation. Two such records take turns
 # (docs/decisions.md, "Changes to a running stack"):
 # - `record["0"]` is re-created when `serial` becomes even, `record["1"]` when it
-#   becomes odd; each holds the stack's shape, the serial and the acknowledged
-#   changes of the apply that created it.
-# - The "latest" record is the one whose serial is the current `serial`. In a plan
-#   that does not raise `serial` it is the shape of the last acknowledging apply,
-#   and every destructive difference from it must be acknowledged now.
-# - In the plan that raises `serial` by one, the latest record is being re-created
-#   (it holds the new shape), so the other one, the shape recorded by the previous
-#   acknowledging apply, is checked: what differs from it must be acknowledged now.
-#   Outside that plan the other record is older still; what differs from it was
-#   acknowledged either now or by the apply that wrote the latest record.
-# - `serial` must rise by one per acknowledging apply: a jump of two or more
-#   re-creates both records in one plan, and nothing is compared.
+#   becomes odd; each holds the stack's shape, the serial, the acknowledged
+#   changes and the `now` of the plan that created it.
+# - Every applied shape is recorded: a plan that changes the shape without
+#   raising `serial` is refused (`unrecorded`), so the "latest" record, the one
+#   of the current `serial`, is the shape the stack has.
+# - In a plan that does not raise `serial`, destructive differences from the
+#   latest record must be acknowledged now. In the plan that raises it by one the
+#   latest record is being re-created (it holds the new shape), so the other one,
+#   the shape applied so far, is checked: what differs from it must be
+#   acknowledged now. Outside that plan the other record is older still; what
+#   differs from it was acknowledged now or by the apply that wrote the latest.
+# - `serial` must be the recorded one or one above: lowering it or raising it by
+#   two or more re-creates the other record, which then holds this plan's `now`
+#   (`serial_out_of_step`; `first_apply` tells the first apply apart).
 ################################################################################
 
 terraform {
