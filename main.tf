@@ -233,9 +233,10 @@ locals {
 ################################################################################
 
 locals {
-  # What holds events or messages, as modules/live-changes compares it with the
-  # shape recorded by the last acknowledging apply: a plan that would destroy or
-  # empty any of it stops unless var.acknowledged_changes names the change.
+  # What holds events or messages, as modules/live-changes records it with each
+  # raise of acknowledged_changes.serial and compares it with the record: a plan
+  # that changes it without raising the serial stops, and one that would destroy
+  # or empty any of it stops unless var.acknowledged_changes names the change.
   live_shape = {
     name       = var.name
     publish_to = var.publish_to
