@@ -233,21 +233,24 @@ locals {
 ################################################################################
 
 locals {
-  # What holds events or messages, as modules/live-changes compares it with the
-  # shape recorded by the last acknowledging apply: a plan that would destroy or
-  # empty any of it stops unless var.acknowledged_changes names the change.
+  # What holds events or messages, as modules/live-changes records it with each
+  # raise of acknowledged_changes.serial and compares it with the record: a plan
+  # that changes it without raising the serial stops, and one that would destroy
+  # or empty any of it stops unless var.acknowledged_changes names the change.
   live_shape = {
-    name                         = var.name
-    publish_to                   = var.publish_to
-    table                        = var.table.create ? "${local.table_name} (${local.partition_key}, ${local.sort_key})" : "none"
+    name       = var.name
+    publish_to = var.publish_to
+    # An existing table or bus is recorded by name too: moving to another one
+    # strands the old table's pending items, or deletes the rules on the old bus
+    # (a rule's event_bus_name forces a new rule) while events may still go there.
+    table                        = var.table.create ? "${local.table_name} (${local.partition_key}, ${local.sort_key})" : "${local.table_name} (existing)"
     stream_view_type             = var.table.stream_view_type
-    sweeper                      = var.sweeper.enabled
-    event_bus                    = local.create_event_bus ? local.event_bus_name : "none"
+    event_bus                    = local.publish_to_sns ? "none" : local.create_event_bus ? local.event_bus_name : "${local.event_bus_name} (existing)"
     event_archive                = local.create_event_archive
-    event_archive_retention_days = var.event_archive.retention_days
+    event_archive_retention_days = local.create_event_archive ? var.event_archive.retention_days : 0
+    idempotency_table            = local.create_idempotency_table
     consumers = {
       for key, c in var.consumers : key => {
-        retired                   = c.retired
         message_retention_seconds = c.message_retention_seconds
       }
     }
@@ -258,7 +261,9 @@ module "live_changes" {
   source = "./modules/live-changes"
 
   shape        = local.live_shape
+  sweeper      = var.sweeper.enabled
   acknowledged = var.acknowledged_changes
+  now          = plantimestamp()
 }
 
 # The refusal: a precondition, so the plan stops before anything is applied.
@@ -266,6 +271,22 @@ resource "terraform_data" "live_changes" {
   input = module.live_changes.recorded_serial
 
   lifecycle {
+    precondition {
+      condition     = !module.live_changes.serial_out_of_step
+      error_message = <<-EOT
+        acknowledged_changes.serial ${module.live_changes.serial} is lower than the serial recorded by the last apply that raised it, or more than one above it: this plan would re-create the record of that apply and compare the stack with nothing.
+        Set it back to the recorded serial (the `input` of terraform_data.live_changes in the state: terraform state show '<this module>.terraform_data.live_changes'), or to one above it when this apply records a change.
+      EOT
+    }
+
+    precondition {
+      condition     = length(module.live_changes.unrecorded) == 0
+      error_message = <<-EOT
+        This plan changes what the module records of the stack without recording it: ${join(", ", module.live_changes.unrecorded)}.
+        Raise acknowledged_changes.serial by one, to ${module.live_changes.serial + 1}, so that this apply records the new shape and later plans compare with it (undoing an unrecorded addition, e.g. removing an added consumer, would otherwise not be refused). Nothing needs naming in acknowledged_changes.changes unless another message says so.
+      EOT
+    }
+
     precondition {
       condition     = length(module.live_changes.unacknowledged) == 0
       error_message = <<-EOT

@@ -321,6 +321,10 @@ resource "aws_lambda_function" "publisher" {
 ################################################################################
 
 resource "aws_lambda_event_source_mapping" "publisher" {
+  # A changed table.stream_view_type is a new stream, but hashicorp/aws 5.x plans
+  # the old stream_arn (terraform-provider-aws#42560): the mapping moves at the
+  # next apply. Not re-created on the change: a mapping re-created in the first apply
+  # would be given the planned, old ARN. docs/live-changes.md says apply twice.
   event_source_arn = local.table_stream_arn
   function_name    = aws_lambda_function.publisher.function_name
   enabled          = var.stream_mapping.enabled

@@ -372,17 +372,25 @@ variable "acknowledged_changes" {
       consumer queue and DLQ.
     - `name=<new>`: every resource is renamed, so replaced: queues, DLQs, bus, archive (and
       the table when its name is derived: `table=...` too).
-    - `table=<name> (<partition key>, <sort key>)` or `table=none`: the created table is
-      replaced (a new name or key) or no longer managed (`table.create = false`).
+    - `table=<name> (<partition key>, <sort key>)` or `table=<name> (existing)`: the created
+      table is replaced (a new name or key) or no longer managed (`table.create = false`),
+      or the stack moves to another existing table (the old one's pending items stranded).
     - `table.stream_view_type=<new>` with the sweeper off: a new stream; what the old one
       still holds is published only by the sweeper.
-    - `event_bus=<name>|none`: the created bus is replaced or no longer created.
+    - `event_bus=<name>` or `event_bus=<name> (existing)`: the created bus is replaced or no
+      longer created, or the rules move off an existing bus.
     - `event_archive=disabled`, `event_archive.retention_days=<new>` (lower): archived events
       deleted.
+    - `idempotency_table=removed`: no consumer uses the toolkit any more, so the consumers'
+      record of the events they applied is deleted.
     - `consumers.<key>=removed` (retire it first to drain its queue),
       `consumers.<key>.message_retention_seconds=<new>` (lower).
-    `serial`: raise it by one with each apply that acknowledges changes (the module records
-    the stack's shape per serial in two `terraform_data` resources; docs/decisions.md).
+    `serial`: the module records the stack's shape (what the strings above compare) in two
+    `terraform_data` resources, per serial (docs/decisions.md). Raise it by one with each
+    apply that changes that shape, destructive or not (adding a consumer, raising a
+    retention, enabling the archive too: the plan refuses an unrecorded change, so that
+    undoing it later is compared with a shape that had it). A serial lower than the
+    recorded one or more than one above it is refused.
     `changes`: the changes acknowledged by that apply. A plan whose acknowledgements name
     nothing pending warns (check "acknowledged_changes_pending"); leaving them is harmless.
     A stack applied with an older version of the module has no record yet: its first apply
@@ -397,7 +405,7 @@ variable "acknowledged_changes" {
 
   validation {
     condition     = var.acknowledged_changes.serial >= 0 && floor(var.acknowledged_changes.serial) == var.acknowledged_changes.serial
-    error_message = "The acknowledged_changes.serial must be a whole number of at least 0, raised by one with each apply that acknowledges changes."
+    error_message = "The acknowledged_changes.serial must be a whole number of at least 0, raised by one with each apply that changes what the module records of the stack (docs/live-changes.md)."
   }
 }
 
@@ -740,7 +748,8 @@ variable "consumers" {
     - `retired`: default false. true stops new events reaching the consumer (its rule or
       subscription is deleted) and keeps its queue, DLQ, mapping and function, so that what
       is queued is still consumed. Once the queue and DLQ are empty, remove the key (and
-      acknowledge `consumers.<key>=removed`).
+      acknowledge `consumers.<key>=removed`). Setting it back to false delivers only the
+      events published from then on: those published while it was retired never reach it.
     Lowering `message_retention_seconds` makes SQS delete the messages already older than
     the new value: the plan refuses it unless acknowledged
     (`consumers.<key>.message_retention_seconds=<new>`).

@@ -57,6 +57,27 @@ override_resource {
   }
 }
 
+override_resource {
+  target = aws_sqs_queue.consumer["shipping"]
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-shipping-consumer"
+  }
+}
+
+override_resource {
+  target = aws_sqs_queue.consumer_dlq["shipping"]
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-shipping-consumer-dlq"
+  }
+}
+
+override_resource {
+  target = aws_cloudwatch_log_group.consumer["shipping"]
+  values = {
+    arn = "arn:aws:logs:eu-west-1:111122223333:log-group:/aws/lambda/orders-outbox-shipping-consumer"
+  }
+}
+
 variables {
   alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"] }
   name   = "orders-outbox"
@@ -79,14 +100,118 @@ run "harmless_changes_pass" {
     tracing_mode         = "PassThrough"
     powertools_layer_arn = "arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:41"
     consumers = {
-      billing  = { event_pattern = "{\"detail-type\":[\"OrderCreated\"]}", batch_size = 5 }
+      billing = { event_pattern = "{\"detail-type\":[\"OrderCreated\"]}", batch_size = 5 }
+    }
+  }
+
+  assert {
+    condition     = length(module.live_changes.unacknowledged) == 0 && length(module.live_changes.unrecorded) == 0
+    error_message = "Batch size, tracing and the Powertools layer destroy nothing and change nothing recorded."
+  }
+}
+
+# Review of issue 23 section 4: a consumer added without raising serial was not
+# recorded, and removing it later deleted its queue unrefused.
+run "adding_a_consumer_without_raising_serial_is_refused" {
+  command = plan
+
+  variables {
+    consumers = {
+      billing  = { event_pattern = "{\"detail-type\":[\"OrderCreated\"]}" }
+      shipping = { event_pattern = "{\"detail-type\":[\"OrderPaid\"]}" }
+    }
+  }
+
+  expect_failures = [terraform_data.live_changes]
+}
+
+run "adding_a_consumer_raising_serial_is_recorded" {
+  variables {
+    acknowledged_changes = { serial = 1 }
+    consumers = {
+      billing  = { event_pattern = "{\"detail-type\":[\"OrderCreated\"]}" }
       shipping = { event_pattern = "{\"detail-type\":[\"OrderPaid\"]}" }
     }
   }
 
   assert {
-    condition     = length(module.live_changes.unacknowledged) == 0
-    error_message = "Adding a consumer, batch size, tracing and the Powertools layer destroy nothing."
+    condition     = module.live_changes.recorded_serial == 1 && length(aws_sqs_queue.consumer) == 2
+    error_message = "The added consumer is applied and recorded."
+  }
+}
+
+run "removing_the_added_consumer_is_refused" {
+  command = plan
+
+  variables {
+    acknowledged_changes = { serial = 2 }
+  }
+
+  expect_failures = [terraform_data.live_changes]
+}
+
+# The only toolkit consumer moving to a function without the toolkit deletes the
+# idempotency table (the consumers' memory of applied events).
+run "deleting_the_idempotency_table_is_refused" {
+  command = plan
+
+  variables {
+    acknowledged_changes = { serial = 2 }
+    consumers = {
+      billing = {
+        event_pattern = "{\"detail-type\":[\"OrderCreated\"]}"
+        function = {
+          arn          = "arn:aws:lambda:eu-west-1:111122223333:function:billing"
+          role_name    = "billing"
+          uses_toolkit = false
+        }
+      }
+      shipping = {
+        event_pattern = "{\"detail-type\":[\"OrderPaid\"]}"
+        function = {
+          arn          = "arn:aws:lambda:eu-west-1:111122223333:function:shipping"
+          role_name    = "shipping"
+          uses_toolkit = false
+        }
+      }
+    }
+  }
+
+  assert {
+    condition     = length(aws_dynamodb_table.idempotency) == 0 && module.live_changes.unacknowledged == tolist(["idempotency_table=removed"])
+    error_message = "Refused, naming: ${jsonencode(module.live_changes.unacknowledged)}."
+  }
+
+  expect_failures = [terraform_data.live_changes]
+}
+
+run "lowering_serial_is_refused" {
+  command = plan
+
+  variables {
+    acknowledged_changes = { serial = 0 }
+    consumers = {
+      billing  = { event_pattern = "{\"detail-type\":[\"OrderCreated\"]}" }
+      shipping = { event_pattern = "{\"detail-type\":[\"OrderPaid\"]}" }
+    }
+  }
+
+  assert {
+    condition     = module.live_changes.serial_out_of_step
+    error_message = "Serial 0 below the recorded 1: out of step."
+  }
+
+  expect_failures = [terraform_data.live_changes]
+}
+
+run "the_added_consumer_is_removed_once_acknowledged" {
+  variables {
+    acknowledged_changes = { serial = 2, changes = ["consumers.shipping=removed"] }
+  }
+
+  assert {
+    condition     = length(aws_sqs_queue.consumer) == 1 && module.live_changes.recorded_serial == 2
+    error_message = "The named removal is applied and recorded."
   }
 }
 
@@ -99,7 +224,8 @@ run "transport_switch_is_refused" {
   command = plan
 
   variables {
-    publish_to = "sns"
+    acknowledged_changes = { serial = 2, changes = ["consumers.shipping=removed"] }
+    publish_to           = "sns"
     consumers = {
       billing = { filter_policy = "{\"event_type\":[\"OrderCreated\"]}" }
     }
@@ -112,7 +238,8 @@ run "removing_a_consumer_is_refused" {
   command = plan
 
   variables {
-    consumers = {}
+    acknowledged_changes = { serial = 2, changes = ["consumers.shipping=removed"] }
+    consumers            = {}
   }
 
   expect_failures = [terraform_data.live_changes]
@@ -122,7 +249,8 @@ run "renaming_the_table_keys_is_refused" {
   command = plan
 
   variables {
-    table = { sort_key = "sk" }
+    acknowledged_changes = { serial = 2, changes = ["consumers.shipping=removed"] }
+    table                = { sort_key = "sk" }
   }
 
   expect_failures = [terraform_data.live_changes]
@@ -132,6 +260,7 @@ run "retiring_a_consumer_stops_delivery_and_keeps_its_queue_draining" {
   command = plan
 
   variables {
+    acknowledged_changes = { serial = 2, changes = ["consumers.shipping=removed"] }
     consumers = {
       billing = { event_pattern = "{\"detail-type\":[\"OrderCreated\"]}", retired = true }
     }
@@ -156,8 +285,9 @@ run "retiring_a_consumer_stops_delivery_and_keeps_its_queue_draining" {
 # The runbook of docs/live-changes.md, "Switching publish_to".
 run "runbook_1_pausing_publishing_is_not_refused" {
   variables {
-    stream_mapping = { enabled = false }
-    sweeper        = { enabled = false }
+    acknowledged_changes = { serial = 2, changes = ["consumers.shipping=removed"] }
+    stream_mapping       = { enabled = false }
+    sweeper              = { enabled = false }
   }
 
   assert {
@@ -176,14 +306,14 @@ run "runbook_3_acknowledged_switch_is_applied_while_paused" {
     publish_to           = "sns"
     stream_mapping       = { enabled = false }
     sweeper              = { enabled = false }
-    acknowledged_changes = { serial = 1, changes = ["publish_to=sns"] }
+    acknowledged_changes = { serial = 3, changes = ["publish_to=sns"] }
     consumers = {
       billing = { filter_policy = "{\"event_type\":[\"OrderCreated\"]}" }
     }
   }
 
   assert {
-    condition     = module.live_changes.recorded_serial == 1 && length(module.live_changes.unacknowledged) == 0
+    condition     = module.live_changes.recorded_serial == 3 && length(module.live_changes.unacknowledged) == 0
     error_message = "The named switch is applied and recorded."
   }
 
@@ -196,7 +326,7 @@ run "runbook_3_acknowledged_switch_is_applied_while_paused" {
 run "runbook_4_resuming_needs_no_acknowledgement" {
   variables {
     publish_to           = "sns"
-    acknowledged_changes = { serial = 1, changes = ["publish_to=sns"] }
+    acknowledged_changes = { serial = 3, changes = ["publish_to=sns"] }
     consumers = {
       billing = { filter_policy = "{\"event_type\":[\"OrderCreated\"]}" }
     }
@@ -217,7 +347,7 @@ run "switching_back_is_refused_again" {
   command = plan
 
   variables {
-    acknowledged_changes = { serial = 1, changes = ["publish_to=sns"] }
+    acknowledged_changes = { serial = 3, changes = ["publish_to=sns"] }
   }
 
   # The old acknowledgement names nothing this plan differs by: the check says so.
@@ -228,7 +358,7 @@ run "switching_back_is_refused_again" {
 run "removing_the_consumer_once_acknowledged" {
   variables {
     publish_to           = "sns"
-    acknowledged_changes = { serial = 2, changes = ["consumers.billing=removed"] }
+    acknowledged_changes = { serial = 4, changes = ["consumers.billing=removed", "idempotency_table=removed"] }
     consumers            = {}
   }
 
