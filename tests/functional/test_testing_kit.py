@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -161,3 +163,136 @@ def test_two_consumers_loaded_by_path_each_get_their_own_name(
         assert [sys.modules[m].consumer.name for m in ("kit_one", "kit_two")] == ["one", "two"]
         assert in_process.name == "three"
         assert "OUTBOX_CONSUMER_NAME" not in os.environ
+
+
+def test_the_modules_reference_consumer_sees_its_environment_at_every_invocation() -> None:
+    # It builds its handler on its first invocation from OUTBOX_IDEMPOTENCY_TABLE
+    # and OUTBOX_CONSUMER_NAME, which Lambda gives the function for its whole life.
+    with isolated_aws(), OutboxStack() as stack:
+        stack.add_consumer(
+            "audit", "dynamodb_outbox.reference_consumer:handler", event_pattern={"source": ["app"]}
+        )
+        write_order(stack, "1", Decimal("3"))
+        stack.drain()
+
+        stack.raise_failures()
+        items = stack.dynamodb.scan(TableName=stack.names.idempotency_table)["Items"]
+        prefixes = sorted(item["id"]["S"].split("#")[0] + "#audit" for item in items)
+        assert prefixes == ["idempotency#audit", "ledger#audit"]
+        assert all(item["id"]["S"].split("#")[1] == "audit" for item in items)
+        assert "OUTBOX_CONSUMER_NAME" not in os.environ  # restored after each invocation
+
+
+def test_an_invocation_that_fails_as_a_whole_is_a_failure_with_its_exception() -> None:
+    with isolated_aws(), OutboxStack() as stack:
+
+        def handler(event: Any, context: Any) -> Any:
+            raise RuntimeError("the function could not start")
+
+        stack.add_consumer("billing", handler, max_receive_count=1)
+        event = write_order(stack, "1", Decimal("3"))
+        stack.drain()
+
+        (failure,) = stack.failures
+        assert (failure.consumer, failure.event_id) == ("billing", event.id)
+        assert failure.invocation_error == "RuntimeError: the function could not start"
+        assert isinstance(failure.exception, RuntimeError)
+        with pytest.raises(ConsumerFailed, match="could not start") as raised:
+            stack.raise_failures()
+        assert raised.value.__cause__ is failure.exception
+
+
+def test_a_timed_out_invocation_is_a_failure_even_though_its_retry_is_skipped() -> None:
+    # The local runtime cannot stop Python code at its deadline: the function
+    # finishes (its idempotency record COMPLETED), then Lambda's verdict is
+    # "Task timed out" and the message comes back, to be skipped as done.
+    with isolated_aws(), OutboxStack() as stack:
+        consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="billing")
+        calls: list[str] = []
+
+        @consumer.handler
+        def handler(event: Envelope) -> None:
+            calls.append(event.id)
+            stack.clock.advance(31)  # past the 30 s function timeout
+
+        stack.add_consumer("billing", handler)
+        write_order(stack, "1", Decimal("3"))
+        stack.drain()
+
+        assert len(calls) == 1
+        assert [f.invocation_error for f in stack.failures] == [
+            "Task timed out after 30.00 seconds"
+        ]
+        with pytest.raises(ConsumerFailed, match="Task timed out"):
+            stack.raise_failures()
+
+
+def test_a_failure_whose_log_line_is_hidden_is_still_reported() -> None:
+    with isolated_aws(), OutboxStack() as stack:
+        consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="billing")
+
+        @consumer.handler
+        def handler(event: Envelope) -> None:
+            raise ValueError("boom")
+
+        stack.add_consumer("billing", handler, max_receive_count=1)
+        event = write_order(stack, "1", Decimal("3"))
+        logging.disable(logging.CRITICAL)
+        try:
+            stack.drain()
+        finally:
+            logging.disable(logging.NOTSET)
+
+        (failure,) = stack.failures
+        assert failure.event_id == event.id
+        assert "no ERROR log record seen" in failure.reason
+        with pytest.raises(ConsumerFailed):
+            stack.raise_failures()
+
+
+def test_isolated_aws_clears_the_shells_log_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOG_LEVEL", "CRITICAL")
+    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "CRITICAL")
+    with isolated_aws(), OutboxStack() as stack:
+        assert "LOG_LEVEL" not in os.environ and "POWERTOOLS_LOG_LEVEL" not in os.environ
+        consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="billing")
+
+        @consumer.handler
+        def handler(event: Envelope) -> None:
+            raise ValueError("boom")
+
+        stack.add_consumer("billing", handler, max_receive_count=1)
+        write_order(stack, "1", Decimal("3"))
+        stack.drain()
+
+        assert [type(f.exception) for f in stack.failures] == [ValueError]
+    assert os.environ["LOG_LEVEL"] == "CRITICAL"
+
+
+def test_closing_a_stack_puts_back_the_environment_it_set() -> None:
+    with isolated_aws():
+        os.environ["OUTBOX_TABLE_NAME"] = "before"
+        with OutboxStack():
+            assert os.environ["OUTBOX_TABLE_NAME"] == "orders"
+            assert "OUTBOX_EVENT_BUS_ARN" in os.environ
+
+        assert os.environ["OUTBOX_TABLE_NAME"] == "before"
+        assert "OUTBOX_EVENT_BUS_ARN" not in os.environ
+
+
+def test_two_stacks_do_not_collect_each_others_failures() -> None:
+    with isolated_aws(), OutboxStack("first") as first, OutboxStack("second") as second:
+        for stack, key in ((first, "one"), (second, "two")):
+            consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name=key)
+
+            @consumer.handler
+            def handler(event: Envelope) -> None:
+                raise ValueError("boom")
+
+            stack.add_consumer(key, handler, max_receive_count=1)
+        write_order(first, "1", Decimal("3"))
+        first.drain()
+        second.drain()
+
+        assert [f.consumer for f in first.failures] == ["one"]
+        assert second.failures == []

@@ -47,7 +47,7 @@ from dynamodb_outbox.settings import (
 )
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 from dynamodb_outbox.testing.aws import ACCOUNT_ID, REGION
-from dynamodb_outbox.testing.failures import ConsumerFailure, FailureLog
+from dynamodb_outbox.testing.failures import ConsumerFailure, FailureLog, reconcile
 from dynamodb_outbox.testing.module_settings import (
     DEFAULT_SOURCE,
     ConsumerSettings,
@@ -134,7 +134,10 @@ class OutboxStack:
             self.topic_arn = str(topic["TopicArn"])
         # The publisher's, and the sender a consumer built outside load_handler
         # checks its messages against.
-        os.environ.update({**self.publisher_environment(), **self.sender_environment()})
+        # Restored by close(): a stack leaves os.environ as it found it.
+        stack_environment = {**self.publisher_environment(), **self.sender_environment()}
+        self._saved_environment = {name: os.environ.get(name) for name in stack_environment}
+        os.environ.update(stack_environment)
         publisher.default_runtime.cache_clear()
         self.runtime.add(self._publisher_mapping(stream_arn))
 
@@ -245,10 +248,13 @@ class OutboxStack:
                 report_batch_item_failures=True,
                 maximum_concurrency=chosen.maximum_concurrency,
             ),
-            function,
+            self._failure_log.collecting(function),
             sqs_client=self.sqs,
             clock=self.clock,
             function_timeout_seconds=chosen.function_timeout_seconds,
+            # On Lambda the function has its environment for its whole life:
+            # set around each of its invocations, not only for the import.
+            environment=self.consumer_environment(key),
         )
         self.runtime.add(mapping)
         queue = ConsumerQueue(key, chosen, queue_url, queue_arn, dlq_url, mapping, self.sqs)
@@ -264,8 +270,23 @@ class OutboxStack:
 
     @property
     def failures(self) -> list[ConsumerFailure]:
-        """Every message a consumer failed since the stack was built, with why."""
-        return list(self._failure_log.failures)
+        """Every message this stack's consumers failed, with why, consumer by consumer.
+
+        Read from each invocation's outcome (so a whole-invocation error, a
+        timeout, or a failure whose log line never reached the root logger is
+        here too), explained by the toolkit's ERROR log record of the message
+        when there is one (:func:`~dynamodb_outbox.testing.failures.reconcile`);
+        then the failures a handler called directly (outside :meth:`drain`)
+        logged, which every open stack sees.
+        """
+        return reconcile(
+            (
+                (key, invocation)
+                for key, queue in self.consumers.items()
+                for invocation in queue.mapping.invocations
+            ),
+            self._failure_log.failures,
+        ) + list(self._failure_log.direct)
 
     def raise_failures(self) -> None:
         """Raise :class:`ConsumerFailed` from the first failure's exception, if any failed."""
@@ -273,14 +294,21 @@ class OutboxStack:
         if not failures:
             return
         first = failures[0]
-        lines = [f"{f.message_id} ({f.event_type}): {f.reason}" for f in failures]
+        lines = [f"{f.consumer}: {f.message_id} ({f.event_type}): {f.reason}" for f in failures]
         raise ConsumerFailed(
             f"{len(failures)} message failure(s) in consumers:\n  " + "\n  ".join(lines)
         ) from first.exception
 
     def close(self) -> None:
-        """Stop collecting failures (the stack's resources end with the moto mock)."""
+        """Stop collecting failures and put back the ``os.environ`` values the stack set
+        (the stack's resources end with the moto mock)."""
         self._failure_log.uninstall()
+        saved, self._saved_environment = self._saved_environment, {}
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
     def __enter__(self) -> OutboxStack:
         return self
@@ -364,6 +392,7 @@ class OutboxStack:
             sqs_client=self.sqs,
             clock=self.clock,
             function_timeout_seconds=settings.timeout_seconds,
+            environment=self.publisher_environment(),
         )
 
     def _create_queues(self, key: str, settings: ConsumerSettings) -> tuple[str, str, str]:
