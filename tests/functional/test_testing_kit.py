@@ -296,3 +296,21 @@ def test_two_stacks_do_not_collect_each_others_failures() -> None:
 
         assert [f.consumer for f in first.failures] == ["one"]
         assert second.failures == []
+
+
+def test_dead_letters_reads_every_message_and_returns_a_poison_body_raw() -> None:
+    with isolated_aws(), OutboxStack() as stack:
+        queue = stack.add_consumer("billing", lambda event, context: None)
+        envelopes = [write_order(stack, str(n), Decimal(n)) for n in range(12)]
+        for envelope in envelopes:  # as the queue's redrive would
+            stack.sqs.send_message(QueueUrl=queue.dlq_url, MessageBody=envelope.to_json())
+        stack.sqs.send_message(QueueUrl=queue.dlq_url, MessageBody="not json")
+
+        letters = queue.dead_letters()
+
+        assert sorted(str(getattr(letter, "id", letter)) for letter in letters) == sorted(
+            [e.id for e in envelopes] + ["not json"]
+        )
+        assert len(queue.dead_letters()) == 13  # read, not consumed
+        with pytest.raises(AssertionError, match="not json"):
+            queue.dead_events()

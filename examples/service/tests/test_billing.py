@@ -38,7 +38,7 @@ def test_a_payment_billing_refuses_fails_with_its_reason(stack: OutboxStack) -> 
 
     assert {type(failure.exception) for failure in stack.failures} == {ValueError}
     assert "payment of 0 for order 9" in str(stack.failures[0].exception)
-    assert [event.type for event in queue.dead_letters()] == ["OrderPaid"]
+    assert [event.type for event in queue.dead_events()] == ["OrderPaid"]
 
 
 def test_a_type_billing_has_no_route_for_ends_in_the_dlq(stack: OutboxStack) -> None:
@@ -49,7 +49,7 @@ def test_a_type_billing_has_no_route_for_ends_in_the_dlq(stack: OutboxStack) -> 
     stack.drain()
 
     assert isinstance(stack.failures[0].exception, UnroutedEvent)
-    assert [event.type for event in queue.dead_letters()] == ["OrderShipped"]
+    assert [event.type for event in queue.dead_events()] == ["OrderShipped"]
     with pytest.raises(AssertionError, match="no route for event type 'OrderShipped'"):
         stack.raise_failures()
 

@@ -78,14 +78,49 @@ class ConsumerQueue:
     mapping: SqsMapping
     _sqs: Any = field(repr=False)
 
-    def dead_letters(self) -> list[Envelope]:
-        """The events in the DLQ (read without deleting them)."""
+    def dead_letters(self) -> list[Envelope | str]:
+        """Every message in the DLQ, left there: its event, or its raw body when
+        the body is no outbox event (what a poison message is)."""
         from dynamodb_outbox.consumer import parse_body
 
-        messages = self._sqs.receive_message(
-            QueueUrl=self.dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=0
-        ).get("Messages", [])
-        return [parse_body(message["Body"]) for message in messages]
+        seen: dict[str, dict[str, Any]] = {}
+        while True:
+            # Hidden while read, so the next receive returns the others.
+            messages = self._sqs.receive_message(
+                QueueUrl=self.dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=_READ_HIDDEN
+            ).get("Messages", [])
+            fresh = [m for m in messages if m["MessageId"] not in seen]
+            if not fresh:
+                break
+            seen.update((m["MessageId"], m) for m in fresh)
+        read = list(seen.values())
+        for start in range(0, len(read), 10):  # visible again, as before the read
+            self._sqs.change_message_visibility_batch(
+                QueueUrl=self.dlq_url,
+                Entries=[
+                    {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                    for n, m in enumerate(read[start : start + 10])
+                ],
+            )
+        letters: list[Envelope | str] = []
+        for message in read:
+            try:
+                letters.append(parse_body(message["Body"]))
+            except Exception:
+                letters.append(str(message["Body"]))
+        return letters
+
+    def dead_events(self) -> list[Envelope]:
+        """The events in the DLQ, typed; an AssertionError quoting any body that is no event."""
+        letters = self.dead_letters()
+        raw = [letter for letter in letters if isinstance(letter, str)]
+        if raw:
+            raise AssertionError(f"the DLQ of {self.key!r} holds bodies that are no event: {raw!r}")
+        return [letter for letter in letters if isinstance(letter, Envelope)]
+
+
+#: How long dead_letters() hides a DLQ message it has read, until it has read them all.
+_READ_HIDDEN = 300
 
 
 class OutboxStack:
