@@ -8,7 +8,7 @@ import os
 import sys
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 import pytest
@@ -314,3 +314,28 @@ def test_dead_letters_reads_every_message_and_returns_a_poison_body_raw() -> Non
         assert len(queue.dead_letters()) == 13  # read, not consumed
         with pytest.raises(AssertionError, match="not json"):
             queue.dead_events()
+
+
+@pytest.mark.parametrize(("publish_to", "days"), [("eventbridge", 20), ("sns", 42)])
+def test_a_consumer_keeps_event_ids_for_the_window_the_module_derives(
+    publish_to: Literal["eventbridge", "sns"],
+    days: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (tmp_path / "kit_window.py").write_text(
+        "import os\n"
+        "from dynamodb_outbox import OutboxConsumer\n"
+        "consumer = OutboxConsumer(idempotency_table=os.environ['OUTBOX_IDEMPOTENCY_TABLE'])\n"
+        "handler = consumer.handler(lambda event: None)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    routing: dict[str, Any] = (
+        {"event_pattern": {"source": ["app"]}}
+        if publish_to == "eventbridge"
+        else {"filter_policy": {"source": ["app"]}}
+    )
+    with isolated_aws(), OutboxStack(publish_to=publish_to) as stack:
+        stack.add_consumer("billing", "kit_window:handler", **routing)
+
+        assert sys.modules["kit_window"].consumer.expires_after_seconds == days * 86_400

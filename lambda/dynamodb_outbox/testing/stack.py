@@ -38,6 +38,7 @@ from dynamodb_outbox.settings import (
     ENV_CONSUMER_NAME,
     ENV_EVENT_BUS_ARN,
     ENV_EVENT_BUS_NAME,
+    ENV_EXPIRES_AFTER_SECONDS,
     ENV_IDEMPOTENCY_TABLE,
     ENV_PARTITION_KEY,
     ENV_PUBLISH_TO,
@@ -50,9 +51,11 @@ from dynamodb_outbox.testing.aws import ACCOUNT_ID, REGION
 from dynamodb_outbox.testing.failures import ConsumerFailure, FailureLog, reconcile
 from dynamodb_outbox.testing.module_settings import (
     DEFAULT_SOURCE,
+    DLQ_RETENTION_SECONDS,
     ConsumerSettings,
     ModuleNames,
     PublisherSettings,
+    idempotency_window,
 )
 from dynamodb_outbox.writer import OutboxWriter
 
@@ -200,11 +203,18 @@ class OutboxStack:
             return {ENV_PUBLISH_TO: "eventbridge", ENV_EVENT_BUS_ARN: str(self.event_bus_arn)}
         return {ENV_PUBLISH_TO: self.publish_to, ENV_TOPIC_ARN: str(self.topic_arn)}
 
-    def consumer_environment(self, key: str) -> dict[str, str]:
+    def consumer_environment(
+        self, key: str, settings: ConsumerSettings | None = None
+    ) -> dict[str, str]:
         """What a consumer function of key ``key`` has (``consumers.tf``)."""
+        if settings is None:
+            added = self.consumers.get(key)
+            settings = added.settings if added is not None else ConsumerSettings()
+        window = idempotency_window(self.publish_to, settings)
         return {
             **self.sender_environment(),
             ENV_IDEMPOTENCY_TABLE: self.names.idempotency_table,
+            ENV_EXPIRES_AFTER_SECONDS: str(window),
             ENV_CONSUMER_NAME: key,
             "POWERTOOLS_SERVICE_NAME": self.names.consumer_service(key),
             "POWERTOOLS_METRICS_NAMESPACE": DEFAULT_METRICS_NAMESPACE,
@@ -225,7 +235,9 @@ class OutboxStack:
 
     # ------------------------------------------------------------------ consumers
 
-    def load_handler(self, key: str, target: str) -> Handler:
+    def load_handler(
+        self, key: str, target: str, settings: ConsumerSettings | None = None
+    ) -> Handler:
         """Import ``"package.module:handler"`` afresh, with consumer ``key``'s environment.
 
         The module is imported again (dropped from ``sys.modules`` first), so
@@ -237,7 +249,7 @@ class OutboxStack:
         module_name, _, attribute = target.partition(":")
         if not module_name or not attribute:
             raise ValueError(f"target must be 'package.module:handler', got {target!r}")
-        environment = self.consumer_environment(key)
+        environment = self.consumer_environment(key, settings)
         saved = {name: os.environ.get(name) for name in environment}
         os.environ.update(environment)
         try:
@@ -271,7 +283,7 @@ class OutboxStack:
         chosen = settings or ConsumerSettings()
         if overrides:
             chosen = ConsumerSettings(**{**chosen.__dict__, **overrides})
-        function = self.load_handler(key, handler) if isinstance(handler, str) else handler
+        function = self.load_handler(key, handler, chosen) if isinstance(handler, str) else handler
         queue_url, queue_arn, dlq_url = self._create_queues(key, chosen)
         self._route_to(key, queue_arn, chosen)
         mapping = SqsMapping(
@@ -289,7 +301,7 @@ class OutboxStack:
             function_timeout_seconds=chosen.function_timeout_seconds,
             # On Lambda the function has its environment for its whole life:
             # set around each of its invocations, not only for the import.
-            environment=self.consumer_environment(key),
+            environment=self.consumer_environment(key, chosen),
         )
         self.runtime.add(mapping)
         queue = ConsumerQueue(key, chosen, queue_url, queue_arn, dlq_url, mapping, self.sqs)
@@ -434,7 +446,7 @@ class OutboxStack:
         # consumers.tf: a DLQ, and the queue redriving to it after max_receive_count.
         dlq_url = self.sqs.create_queue(
             QueueName=self.names.consumer_dlq(key),
-            Attributes={"MessageRetentionPeriod": str(14 * 24 * 3600)},
+            Attributes={"MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS)},
         )["QueueUrl"]
         dlq_arn = self._queue_arn(dlq_url)
         queue_url = self.sqs.create_queue(
