@@ -14,6 +14,7 @@ import boto3
 import pytest
 
 from dynamodb_outbox import Envelope, OutboxConsumer, publisher
+from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.table_keys import TableKeys
 from dynamodb_outbox.testing import ConsumerFailed, OutboxStack, isolated_aws
 
@@ -48,6 +49,9 @@ def test_the_publishers_cached_runtime_does_not_outlive_a_test() -> None:
     assert publisher.default_runtime.cache_info().currsize == 0
 
 
+ORDERS = {"source": ["app"]}  # every event the stack's writer writes
+
+
 def write_order(stack: OutboxStack, order_id: str, total: Decimal) -> Envelope:
     writer = stack.writer()
     order = {"PK": f"ORDER#{order_id}", "SK": "META", "total": total}
@@ -64,7 +68,7 @@ def test_a_failed_message_carries_the_exception_the_function_raised() -> None:
         def handler(event: Envelope) -> None:
             raise LookupError(f"no customer for {event.data['order_id']}")
 
-        queue = stack.add_consumer("billing", handler, max_receive_count=2)
+        queue = stack.add_consumer("billing", handler, max_receive_count=2, event_pattern=ORDERS)
         event = write_order(stack, "7", Decimal("1.50"))
         stack.drain()
 
@@ -81,7 +85,9 @@ def test_a_failed_message_carries_the_exception_the_function_raised() -> None:
 def test_a_poison_body_is_reported_with_its_reason_and_no_exception() -> None:
     with isolated_aws(), OutboxStack() as stack:
         consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="audit")
-        queue = stack.add_consumer("audit", consumer.handler(lambda event: None))
+        queue = stack.add_consumer(
+            "audit", consumer.handler(lambda event: None), event_pattern=ORDERS
+        )
         stack.sqs.send_message(QueueUrl=queue.queue_url, MessageBody="not json")
         stack.drain()
 
@@ -102,7 +108,7 @@ def test_a_handler_named_by_path_is_imported_afresh_with_the_consumers_environme
     monkeypatch.syspath_prepend(str(tmp_path))
     for run in range(2):
         with isolated_aws(), OutboxStack() as stack:
-            stack.add_consumer("billing", "kit_billing:handler")
+            stack.add_consumer("billing", "kit_billing:handler", event_pattern=ORDERS)
             module = sys.modules["kit_billing"]
             write_order(stack, str(run), Decimal("2"))
             stack.drain()
@@ -134,7 +140,9 @@ def test_the_sns_stack_with_other_key_names_delivers_by_filter_policy() -> None:
 def test_the_consumer_queue_has_the_modules_redrive_and_visibility() -> None:
     with isolated_aws(), OutboxStack() as stack:
         consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="billing")
-        queue = stack.add_consumer("billing", consumer.handler(lambda event: None))
+        queue = stack.add_consumer(
+            "billing", consumer.handler(lambda event: None), event_pattern=ORDERS
+        )
         attributes = stack.sqs.get_queue_attributes(
             QueueUrl=queue.queue_url, AttributeNames=["All"]
         )["Attributes"]
@@ -156,8 +164,8 @@ def test_two_consumers_loaded_by_path_each_get_their_own_name(
         )
     monkeypatch.syspath_prepend(str(tmp_path))
     with isolated_aws(), OutboxStack() as stack:
-        stack.add_consumer("one", "kit_one:handler")
-        stack.add_consumer("two", "kit_two:handler")
+        stack.add_consumer("one", "kit_one:handler", event_pattern=ORDERS)
+        stack.add_consumer("two", "kit_two:handler", event_pattern=ORDERS)
         in_process = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="three")
 
         assert [sys.modules[m].consumer.name for m in ("kit_one", "kit_two")] == ["one", "two"]
@@ -170,7 +178,7 @@ def test_the_modules_reference_consumer_sees_its_environment_at_every_invocation
     # and OUTBOX_CONSUMER_NAME, which Lambda gives the function for its whole life.
     with isolated_aws(), OutboxStack() as stack:
         stack.add_consumer(
-            "audit", "dynamodb_outbox.reference_consumer:handler", event_pattern={"source": ["app"]}
+            "audit", "dynamodb_outbox.reference_consumer:handler", event_pattern=ORDERS
         )
         write_order(stack, "1", Decimal("3"))
         stack.drain()
@@ -189,7 +197,7 @@ def test_an_invocation_that_fails_as_a_whole_is_a_failure_with_its_exception() -
         def handler(event: Any, context: Any) -> Any:
             raise RuntimeError("the function could not start")
 
-        stack.add_consumer("billing", handler, max_receive_count=1)
+        stack.add_consumer("billing", handler, max_receive_count=1, event_pattern=ORDERS)
         event = write_order(stack, "1", Decimal("3"))
         stack.drain()
 
@@ -215,7 +223,7 @@ def test_a_timed_out_invocation_is_a_failure_even_though_its_retry_is_skipped() 
             calls.append(event.id)
             stack.clock.advance(31)  # past the 30 s function timeout
 
-        stack.add_consumer("billing", handler)
+        stack.add_consumer("billing", handler, event_pattern=ORDERS)
         write_order(stack, "1", Decimal("3"))
         stack.drain()
 
@@ -235,7 +243,7 @@ def test_a_failure_whose_log_line_is_hidden_is_still_reported() -> None:
         def handler(event: Envelope) -> None:
             raise ValueError("boom")
 
-        stack.add_consumer("billing", handler, max_receive_count=1)
+        stack.add_consumer("billing", handler, max_receive_count=1, event_pattern=ORDERS)
         event = write_order(stack, "1", Decimal("3"))
         logging.disable(logging.CRITICAL)
         try:
@@ -261,7 +269,7 @@ def test_isolated_aws_clears_the_shells_log_level(monkeypatch: pytest.MonkeyPatc
         def handler(event: Envelope) -> None:
             raise ValueError("boom")
 
-        stack.add_consumer("billing", handler, max_receive_count=1)
+        stack.add_consumer("billing", handler, max_receive_count=1, event_pattern=ORDERS)
         write_order(stack, "1", Decimal("3"))
         stack.drain()
 
@@ -289,7 +297,7 @@ def test_two_stacks_do_not_collect_each_others_failures() -> None:
             def handler(event: Envelope) -> None:
                 raise ValueError("boom")
 
-            stack.add_consumer(key, handler, max_receive_count=1)
+            stack.add_consumer(key, handler, max_receive_count=1, event_pattern=ORDERS)
         write_order(first, "1", Decimal("3"))
         first.drain()
         second.drain()
@@ -300,7 +308,7 @@ def test_two_stacks_do_not_collect_each_others_failures() -> None:
 
 def test_dead_letters_reads_every_message_and_returns_a_poison_body_raw() -> None:
     with isolated_aws(), OutboxStack() as stack:
-        queue = stack.add_consumer("billing", lambda event, context: None)
+        queue = stack.add_consumer("billing", lambda event, context: None, event_pattern=ORDERS)
         envelopes = [write_order(stack, str(n), Decimal(n)) for n in range(12)]
         for envelope in envelopes:  # as the queue's redrive would
             stack.sqs.send_message(QueueUrl=queue.dlq_url, MessageBody=envelope.to_json())
@@ -339,3 +347,52 @@ def test_a_consumer_keeps_event_ids_for_the_window_the_module_derives(
         stack.add_consumer("billing", "kit_window:handler", **routing)
 
         assert sys.modules["kit_window"].consumer.expires_after_seconds == days * 86_400
+
+
+@pytest.mark.parametrize(
+    ("publish_to", "settings", "message"),
+    [
+        (
+            "eventbridge",
+            {},
+            'With publish_to = "eventbridge" every consumer needs an event_pattern',
+        ),
+        (
+            "eventbridge",
+            {"filter_policy": ORDERS},
+            'With publish_to = "eventbridge" every consumer needs an event_pattern',
+        ),
+        ("sns", {"event_pattern": ORDERS}, 'With publish_to = "sns" every consumer needs a filter'),
+        (
+            "sns",
+            {"event_pattern": ORDERS, "filter_policy": ORDERS},
+            "Set either event_pattern .* not both. Both set on: billing.",
+        ),
+        (
+            "eventbridge",
+            {"event_pattern": ORDERS, "visibility_timeout_seconds": 179},
+            r"at least 6 x its function_timeout_seconds .* Too small for: billing \(179 < 6 x 30\)",
+        ),
+    ],
+    ids=["no-pattern", "policy-on-eventbridge", "pattern-on-sns", "both", "visibility"],
+)
+def test_the_kit_refuses_a_consumer_the_module_refuses_at_plan(
+    publish_to: Literal["eventbridge", "sns"], settings: dict[str, Any], message: str
+) -> None:
+    with isolated_aws(), OutboxStack(publish_to=publish_to) as stack:
+        with pytest.raises(ValueError, match=message):
+            stack.add_consumer("billing", lambda event, context: None, **settings)
+        assert stack.consumers == {}
+
+
+def test_the_kit_refuses_a_handler_named_other_than_its_key() -> None:
+    with isolated_aws(), OutboxStack() as stack:
+        consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="billing")
+
+        with pytest.raises(
+            ConfigurationError, match="named 'billing' in code but OUTBOX_CONSUMER_NAME='invoices'"
+        ):
+            stack.add_consumer(
+                "invoices", consumer.handler(lambda event: None), event_pattern=ORDERS
+            )
+        stack.add_consumer("billing", consumer.handler(lambda event: None), event_pattern=ORDERS)

@@ -42,7 +42,7 @@ def test_a_payment_billing_refuses_fails_with_its_reason(stack: OutboxStack) -> 
 
 
 def test_a_type_billing_has_no_route_for_ends_in_the_dlq(stack: OutboxStack) -> None:
-    queue = stack.add_consumer("billing", BILLING)  # every event of the source
+    queue = stack.add_consumer("billing", BILLING, event_pattern={"source": ["shop.orders"]})
 
     writer = orders_writer()
     writer.write_events("ORDER#5", [writer.new_event("ORDER#5", "OrderShipped", {"id": "5"})])

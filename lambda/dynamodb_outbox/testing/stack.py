@@ -45,6 +45,7 @@ from dynamodb_outbox.settings import (
     ENV_SORT_KEY,
     ENV_TABLE_NAME,
     ENV_TOPIC_ARN,
+    ConfigurationError,
 )
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 from dynamodb_outbox.testing.aws import ACCOUNT_ID, REGION
@@ -283,6 +284,9 @@ class OutboxStack:
         chosen = settings or ConsumerSettings()
         if overrides:
             chosen = ConsumerSettings(**{**chosen.__dict__, **overrides})
+        self._refuse_what_the_module_refuses(key, chosen)
+        if not isinstance(handler, str):
+            _refuse_another_name(key, handler)
         function = self.load_handler(key, handler, chosen) if isinstance(handler, str) else handler
         queue_url, queue_arn, dlq_url = self._create_queues(key, chosen)
         self._route_to(key, queue_arn, chosen)
@@ -362,6 +366,37 @@ class OutboxStack:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _refuse_what_the_module_refuses(self, key: str, settings: ConsumerSettings) -> None:
+        """``var.consumers``' validations (variables.tf), with the module's messages."""
+        pattern, policy = settings.event_pattern, settings.filter_policy
+        if pattern is not None and policy is not None:
+            raise ValueError(
+                'Set either event_pattern (publish_to = "eventbridge") or filter_policy '
+                f'(publish_to = "sns") on a consumer, not both. Both set on: {key}.'
+            )
+        if self.publish_to == "eventbridge" and pattern is None:
+            raise ValueError(
+                'With publish_to = "eventbridge" every consumer needs an event_pattern (a JSON '
+                'EventBridge event pattern) and no filter_policy (that is for publish_to = "sns"). '
+                f"Invalid for: {key}."
+            )
+        if self.publish_to != "eventbridge" and policy is None:
+            raise ValueError(
+                f'With publish_to = "{self.publish_to}" every consumer needs a filter_policy (a '
+                "JSON filter policy on the message attributes event_type and source) and no "
+                f"event_pattern. Invalid for: {key}."
+            )
+        visibility, timeout = settings.visibility_timeout_seconds, settings.function_timeout_seconds
+        if visibility is not None and visibility < 6 * timeout:
+            raise ValueError(
+                "A consumer's visibility_timeout_seconds must be at least 6 x its "
+                "function_timeout_seconds (AWS's recommendation for SQS event sources, so a "
+                "message stays hidden while Lambda retries a throttled batch; Lambda refuses "
+                "outright a mapping whose function timeout exceeds the visibility timeout). "
+                f"Too small for: {key} ({visibility} < 6 x {timeout}). Leave it null to get "
+                "6 x function_timeout_seconds."
+            )
 
     # ----------------------------------------------------------------- resources
 
@@ -489,4 +524,21 @@ class OutboxStack:
             Protocol="sqs",
             Endpoint=queue_arn,
             Attributes=attributes,
+        )
+
+
+def _refuse_another_name(key: str, handler: Handler) -> None:
+    """A toolkit handler named other than its key: what ``OutboxConsumer`` refuses on Lambda.
+
+    On AWS the function gets ``OUTBOX_CONSUMER_NAME=<key>`` and its IAM policy
+    grants only ``idempotency#<key>#*`` keys; a consumer built in the test
+    before that variable existed was not checked against it.
+    """
+    consumer = getattr(handler, "outbox_consumer", None)
+    name = getattr(consumer, "name", None)
+    if isinstance(name, str) and name != key:
+        raise ConfigurationError(
+            f"the consumer is named {name!r} in code but {ENV_CONSUMER_NAME}={key!r} "
+            "(the module's consumers key, which its IAM policy grants): drop name=... to use "
+            "the environment's, or make them the same"
         )
