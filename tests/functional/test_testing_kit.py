@@ -13,7 +13,7 @@ from typing import Any, Literal
 import boto3
 import pytest
 
-from dynamodb_outbox import Envelope, OutboxConsumer, publisher
+from dynamodb_outbox import Envelope, OutboxConsumer, Router, publisher
 from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.table_keys import TableKeys
 from dynamodb_outbox.testing import ConsumerFailed, OutboxStack, isolated_aws
@@ -396,3 +396,34 @@ def test_the_kit_refuses_a_handler_named_other_than_its_key() -> None:
                 "invoices", consumer.handler(lambda event: None), event_pattern=ORDERS
             )
         stack.add_consumer("billing", consumer.handler(lambda event: None), event_pattern=ORDERS)
+
+
+def test_a_payload_the_model_refuses_is_reported_without_its_values(
+    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pydantic import BaseModel
+
+    class Payment(BaseModel):
+        order_id: str
+        card_number: int
+
+    secret = "4111-1111-1111-1111"
+    with isolated_aws(), OutboxStack() as stack:
+        consumer = OutboxConsumer(
+            idempotency_table=stack.names.idempotency_table, name="billing", log_exception_text=True
+        )
+        router = Router()
+        router.on("OrderPaid", model=Payment)(lambda event, payment: None)
+        stack.add_consumer("billing", consumer.handler(router), event_pattern=ORDERS)
+        writer = stack.writer()
+        paid = writer.new_event("ORDER#1", "OrderPaid", {"order_id": "1", "card_number": secret})
+        writer.write_events("ORDER#1", [paid])
+        stack.drain()
+
+        failure = stack.failures[0]
+        with pytest.raises(ConsumerFailed) as raised:
+            stack.raise_failures()
+    printed = capsys.readouterr()
+    assert "card_number" in failure.reason and "int_parsing" in failure.reason
+    for text in (failure.reason, str(raised.value), caplog.text, printed.out, printed.err):
+        assert secret not in text
