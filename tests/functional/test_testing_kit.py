@@ -17,6 +17,7 @@ from dynamodb_outbox import Envelope, OutboxConsumer, Router, publisher
 from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.table_keys import TableKeys
 from dynamodb_outbox.testing import ConsumerFailed, OutboxStack, isolated_aws
+from dynamodb_outbox.testing.failures import FailureLog
 
 
 def test_isolated_aws_hides_the_developers_aws_setup_and_restores_it(
@@ -427,3 +428,24 @@ def test_a_payload_the_model_refuses_is_reported_without_its_values(
     assert "card_number" in failure.reason and "int_parsing" in failure.reason
     for text in (failure.reason, str(raised.value), caplog.text, printed.out, printed.err):
         assert secret not in text
+
+
+def test_a_consumer_logging_to_a_logger_that_does_not_propagate_still_reports_why() -> None:
+    own = logging.getLogger("kit-test-own-logger")
+    own.propagate = False
+    own.addHandler(logging.NullHandler())
+    with isolated_aws(), OutboxStack() as stack:
+        consumer = OutboxConsumer(
+            idempotency_table=stack.names.idempotency_table, name="billing", logger=own
+        )
+
+        @consumer.handler
+        def handler(event: Envelope) -> None:
+            raise ValueError("boom")
+
+        stack.add_consumer("billing", handler, max_receive_count=1, event_pattern=ORDERS)
+        write_order(stack, "1", Decimal("3"))
+        stack.drain()
+
+        assert [type(f.exception) for f in stack.failures] == [ValueError]
+    assert not any(isinstance(h, FailureLog) for h in own.handlers)  # removed at close

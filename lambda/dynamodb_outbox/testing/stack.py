@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -159,6 +160,7 @@ class OutboxStack:
         self.sqs = boto3.client("sqs", region_name=REGION)
         self._failure_log = FailureLog()
         self._failure_log.install()
+        self._heard_loggers: list[logging.Logger] = []
         self.topic_arn: str | None = None
         self.event_bus_arn: str | None = None
         stream_arn = self._create_table()
@@ -307,6 +309,7 @@ class OutboxStack:
             # set around each of its invocations, not only for the import.
             environment=self.consumer_environment(key, chosen),
         )
+        self._hear_a_logger_that_does_not_propagate(function)
         self.runtime.add(mapping)
         queue = ConsumerQueue(key, chosen, queue_url, queue_arn, dlq_url, mapping, self.sqs)
         self.consumers[key] = queue
@@ -354,6 +357,9 @@ class OutboxStack:
         """Stop collecting failures and put back the ``os.environ`` values the stack set
         (the stack's resources end with the moto mock)."""
         self._failure_log.uninstall()
+        for logger in self._heard_loggers:
+            logger.removeHandler(self._failure_log)
+        self._heard_loggers.clear()
         saved, self._saved_environment = self._saved_environment, {}
         for name, value in saved.items():
             if value is None:
@@ -366,6 +372,17 @@ class OutboxStack:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _hear_a_logger_that_does_not_propagate(self, handler: Handler) -> None:
+        # The failure log sits on the root logger; a toolkit handler whose
+        # logger does not propagate (Logger(propagate=False), the default of a
+        # Powertools Logger built by hand) gets it on its own logger too.
+        logger = getattr(getattr(handler, "outbox_consumer", None), "logger", None)
+        std = getattr(logger, "_logger", logger)  # a Powertools Logger wraps a logging.Logger
+        quiet = isinstance(std, logging.Logger) and not std.propagate
+        if quiet and isinstance(std, logging.Logger) and self._failure_log not in std.handlers:
+            std.addHandler(self._failure_log)
+            self._heard_loggers.append(std)
 
     def _refuse_what_the_module_refuses(self, key: str, settings: ConsumerSettings) -> None:
         """``var.consumers``' validations (variables.tf), with the module's messages."""
