@@ -8,11 +8,6 @@ imports it; any class with Pydantic v2's ``model_validate`` classmethod works.
 Data the model refuses fails its own message, like any exception the
 function raises: it is retried, then reaches the DLQ after
 ``maxReceiveCount`` receives, and no idempotency record says it was done.
-Pydantic's error quotes the values it refused (``input_value=...``): the
-payload, which may hold personal data, would reach whatever prints the
-exception (a ``log_exception_text=True`` line, a test report). It is raised
-again with the inputs hidden (``hide_input``, as the model's own
-``hide_input_in_errors`` would): the field, the rule and the error type remain.
 """
 
 from __future__ import annotations
@@ -35,41 +30,7 @@ def _validator(model: type[M]) -> Callable[[Any], M]:
         raise TypeError(
             f"model must be a Pydantic v2 model class (with model_validate), got {model!r}"
         )
-    model_validate = cast(Callable[[Any], M], validate)
-
-    def validate_hiding_input(data: Any) -> M:
-        try:
-            return model_validate(data)
-        except Exception as exc:
-            hidden = _without_input(exc)
-            if hidden is None:
-                raise
-            raise hidden from None
-
-    return validate_hiding_input
-
-
-def _without_input(exc: Exception) -> Exception | None:
-    """Pydantic's ValidationError again with its input values hidden; None for anything else."""
-    try:
-        from pydantic_core import ValidationError
-    except ImportError:  # pragma: no cover - a model_validate without pydantic
-        return None
-    if not isinstance(exc, ValidationError):
-        return None
-    try:
-        return ValidationError.from_exception_data(
-            exc.title,
-            exc.errors(include_url=False, include_context=True),  # type: ignore[arg-type]
-            hide_input=True,
-        )
-    except Exception:
-        # An error type from_exception_data cannot rebuild: its text without inputs.
-        details = "; ".join(
-            f"{'.'.join(map(str, error['loc']))}: {error['msg']} [type={error['type']}]"
-            for error in exc.errors(include_url=False, include_input=False)
-        )
-        return ValueError(f"{exc.error_count()} validation error(s) for {exc.title}: {details}")
+    return cast(Callable[[Any], M], validate)
 
 
 def with_payload_model(

@@ -402,7 +402,7 @@ def test_the_kit_refuses_a_handler_named_other_than_its_key() -> None:
 def test_a_payload_the_model_refuses_is_reported_without_its_values(
     caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pydantic import BaseModel
+    from pydantic import BaseModel, ValidationError
 
     class Payment(BaseModel):
         order_id: str
@@ -410,9 +410,7 @@ def test_a_payload_the_model_refuses_is_reported_without_its_values(
 
     secret = "4111-1111-1111-1111"
     with isolated_aws(), OutboxStack() as stack:
-        consumer = OutboxConsumer(
-            idempotency_table=stack.names.idempotency_table, name="billing", log_exception_text=True
-        )
+        consumer = OutboxConsumer(idempotency_table=stack.names.idempotency_table, name="billing")
         router = Router()
         router.on("OrderPaid", model=Payment)(lambda event, payment: None)
         stack.add_consumer("billing", consumer.handler(router), event_pattern=ORDERS)
@@ -426,7 +424,10 @@ def test_a_payload_the_model_refuses_is_reported_without_its_values(
             stack.raise_failures()
     printed = capsys.readouterr()
     assert "card_number" in failure.reason and "int_parsing" in failure.reason
-    for text in (failure.reason, str(raised.value), caplog.text, printed.out, printed.err):
+    assert isinstance(failure.exception, ValidationError)
+    assert raised.value.__cause__ is failure.exception
+    shown = (failure.reason, str(failure.exception), str(raised.value), caplog.text, printed.out)
+    for text in (*shown, printed.err):
         assert secret not in text
 
 

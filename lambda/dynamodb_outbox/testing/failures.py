@@ -103,7 +103,7 @@ class FailureLog(logging.Handler):
             return
         found = self.failures if invoking is self else self.direct
         carried = getattr(getattr(record, "exception_type", None), "exception", None)
-        exception = record.exc_info[1] if record.exc_info else carried
+        exception = without_input(record.exc_info[1] if record.exc_info else carried)
         reason = getattr(record, "reason", None)
         found.append(
             ConsumerFailure(
@@ -173,12 +173,47 @@ def reconcile(
                     event_id=event_id,
                     event_type=event_type,
                     reason=invocation.error or _UNLOGGED,
-                    exception=invocation.exception,
+                    exception=without_input(invocation.exception),
                     invocation_error=invocation.error,
                     consumer=key,
                 )
             )
     return found
+
+
+def without_input(exception: BaseException | None) -> BaseException | None:
+    """Pydantic's ValidationError again with its input values hidden; anything else as is.
+
+    Pydantic's text quotes the values a model refused (``input_value=...``):
+    the payload, which may hold personal data, would reach the test report
+    through :attr:`ConsumerFailure.reason` and :meth:`raise_failures`' cause.
+    The consumer's log line names only the type (unless the team opts in with
+    ``log_exception_text=True``); the kit keeps the field, the rule and the
+    error type, as a model's ``hide_input_in_errors`` would.
+    """
+    try:
+        from pydantic_core import ValidationError
+    except ImportError:  # pragma: no cover - pydantic is not installed
+        return exception
+    if not isinstance(exception, ValidationError):
+        return exception
+    try:
+        hidden: BaseException = ValidationError.from_exception_data(
+            exception.title,
+            exception.errors(include_url=False, include_context=True),  # type: ignore[arg-type]
+            hide_input=True,
+        )
+    except Exception:
+        # An error type from_exception_data cannot rebuild: its text without inputs.
+        details = "; ".join(
+            f"{'.'.join(map(str, error['loc']))}: {error['msg']} [type={error['type']}]"
+            for error in exception.errors(include_url=False, include_input=False)
+        )
+        hidden = ValueError(
+            f"{exception.error_count()} validation error(s) for {exception.title}: {details}"
+        )
+    hidden.__traceback__ = exception.__traceback__
+    return hidden
 
 
 def _bodies(invocation: Invocation) -> dict[str, object]:
