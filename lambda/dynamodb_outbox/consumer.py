@@ -1081,6 +1081,10 @@ class OutboxConsumer:
             self._flush_metrics()
             return response
 
+        # Who handles (its name, its idempotency table), for tools that wire
+        # the handler as the module would: the testing kit refuses a name that
+        # is not the consumer's key. functools.wraps copies it to a wrapper.
+        lambda_handler.outbox_consumer = self  # type: ignore[attr-defined]
         return lambda_handler
 
     def _flush_metrics(self) -> None:

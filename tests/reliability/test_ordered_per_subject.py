@@ -140,7 +140,10 @@ class Consumer:
                 table_name=IDEMPOTENCY_TABLE, boto3_client=dynamodb
             ),
             name=self.name,
-            logger=Logger(service=self.name, level="CRITICAL"),
+            # A service of its own: Logger(level=...) sets the process-wide
+            # logging.getLogger(service) level, which other tests' "billing"
+            # consumers would inherit (and lose their ERROR lines).
+            logger=Logger(service=f"ordered-per-subject-{self.name}", level="CRITICAL"),
         )
         handle = toolkit.handler(self.process)
 

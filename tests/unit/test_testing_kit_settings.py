@@ -9,9 +9,13 @@ from pathlib import Path
 import pytest
 
 from dynamodb_outbox.testing.module_settings import (
+    ARCHIVE_RETENTION_DAYS,
+    SWEEPER_REPUBLISH_SECONDS,
+    UNMODELLED_CONSUMER_INPUTS,
     ConsumerSettings,
     ModuleNames,
     PublisherSettings,
+    idempotency_window,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,6 +62,20 @@ def test_the_kits_defaults_are_the_modules(settings: type, variable: str) -> Non
         assert default == expected, f"var.{variable}.{name}: module {expected}, kit {default}"
 
 
+def test_every_consumer_input_of_the_module_is_modelled_by_the_kit_or_listed_with_why() -> None:
+    # the object's own attributes (four spaces in), not those of nested objects
+    block = variable_block("consumers")
+    module = set(re.findall(r"^ {4}(\w+)\s*=\s*optional\(", block, re.MULTILINE))
+    assert {"function", "batch_size", "retired"} <= module, module
+    kit = {field.name for field in dataclasses.fields(ConsumerSettings)}
+
+    assert module - kit == set(UNMODELLED_CONSUMER_INPUTS), (
+        "var.consumers inputs neither in ConsumerSettings nor in UNMODELLED_CONSUMER_INPUTS: "
+        f"{sorted(module - kit - set(UNMODELLED_CONSUMER_INPUTS))}"
+    )
+    assert kit - module == set(), f"kit fields the module has no input for: {kit - module}"
+
+
 def test_the_kits_names_are_the_modules() -> None:
     main = (REPO / "main.tf").read_text(encoding="utf-8")
 
@@ -78,3 +96,42 @@ def test_the_kits_names_are_the_modules() -> None:
     assert names.consumer("billing") == consumer.group(1).replace("${var.name}", "orders").replace(
         "${key}", "billing"
     )
+
+
+@pytest.mark.parametrize(
+    ("publish_to", "settings"),
+    [
+        ("eventbridge", ConsumerSettings()),
+        ("sns", ConsumerSettings()),
+        ("eventbridge", ConsumerSettings(message_retention_seconds=1_209_600)),
+        ("eventbridge", ConsumerSettings(maximum_event_age_in_seconds=3_600)),
+    ],
+    ids=["eventbridge", "sns", "two-week-queue", "short-target-retry"],
+)
+def test_the_kits_idempotency_window_is_the_one_modules_windows_derives(
+    publish_to: str, settings: ConsumerSettings, tmp_path: Path
+) -> None:
+    from tests.support.module_windows import derived_window
+
+    derived = derived_window(
+        {
+            "publish_to": publish_to,
+            "consumers": {
+                "consumer": {
+                    "message_retention_seconds": settings.message_retention_seconds,
+                    "maximum_event_age_in_seconds": settings.maximum_event_age_in_seconds,
+                }
+            },
+            "archive_retention_days": ARCHIVE_RETENTION_DAYS if publish_to == "eventbridge" else 0,
+            "sweeper_republish_seconds": SWEEPER_REPUBLISH_SECONDS,
+        },
+        tmp_path,
+    )
+
+    assert idempotency_window(publish_to, settings) == derived
+
+
+def test_the_kits_default_windows_are_twenty_and_forty_two_days() -> None:
+    assert idempotency_window("eventbridge", ConsumerSettings()) == 20 * 86_400
+    assert idempotency_window("sns", ConsumerSettings()) == 42 * 86_400
+    assert idempotency_window("sns", ConsumerSettings(idempotency_expires_after_seconds=5)) == 5

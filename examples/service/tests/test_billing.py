@@ -38,18 +38,18 @@ def test_a_payment_billing_refuses_fails_with_its_reason(stack: OutboxStack) -> 
 
     assert {type(failure.exception) for failure in stack.failures} == {ValueError}
     assert "payment of 0 for order 9" in str(stack.failures[0].exception)
-    assert [event.type for event in queue.dead_letters()] == ["OrderPaid"]
+    assert [event.type for event in queue.dead_events()] == ["OrderPaid"]
 
 
 def test_a_type_billing_has_no_route_for_ends_in_the_dlq(stack: OutboxStack) -> None:
-    queue = stack.add_consumer("billing", BILLING)  # every event of the source
+    queue = stack.add_consumer("billing", BILLING, event_pattern={"source": ["shop.orders"]})
 
     writer = orders_writer()
     writer.write_events("ORDER#5", [writer.new_event("ORDER#5", "OrderShipped", {"id": "5"})])
     stack.drain()
 
     assert isinstance(stack.failures[0].exception, UnroutedEvent)
-    assert [event.type for event in queue.dead_letters()] == ["OrderShipped"]
+    assert [event.type for event in queue.dead_events()] == ["OrderShipped"]
     with pytest.raises(AssertionError, match="no route for event type 'OrderShipped'"):
         stack.raise_failures()
 

@@ -17,11 +17,13 @@ timeout and never sees its answer (its effects until then remain, as in AWS).
 
 from __future__ import annotations
 
+import contextlib
 import decimal
 import json
+import os
 import traceback
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .context import LambdaContext
@@ -48,6 +50,8 @@ class HandlerResult:
     response: Any = None
     error: str | None = None
     error_traceback: str | None = None
+    #: what the handler raised, when it raised (in-process only: Lambda has the text)
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
     @property
     def function_error(self) -> bool:
@@ -75,14 +79,16 @@ def invoke_handler(
             request_id=context.aws_request_id,
             error=f"Runtime.ExitError: Runtime exited with error: exit status {exit_.code}",
             error_traceback=traceback.format_exc(),
+            exception=exit_,
         )
     except Exception as error:
         if context.timed_out:
             return _timed_out(context)
         return HandlerResult(
             request_id=context.aws_request_id,
-            error=f"{type(error).__name__}: {error}",
+            error=f"{type(error).__name__}: {_text(error)}",
             error_traceback=traceback.format_exc(),
+            exception=error,
         )
     if context.timed_out:
         return _timed_out(context)
@@ -100,6 +106,39 @@ def invoke_handler(
             error=f"Function.ResponseSizeTooLarge: response over {MAX_RESPONSE_BYTES} bytes",
         )
     return HandlerResult(request_id=context.aws_request_id, response=decoded)
+
+
+@contextlib.contextmanager
+def function_environment(environment: Mapping[str, str] | None) -> Iterator[None]:
+    """``os.environ`` with the function's variables while it runs, restored afterwards.
+
+    On Lambda a function's environment variables exist for its whole life,
+    not only while its module is imported: code reading them at invocation
+    (a handler built on its first call) sees them. Set around each poll's
+    invocations (concurrent invocations of one function share its
+    environment), so that several functions in one process each see their own.
+    """
+    if not environment:
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _text(error: BaseException) -> str:
+    # An exception whose __str__ raises still fails the invocation, with its type.
+    try:
+        return str(error)
+    except Exception as broken:
+        return f"<str() raised {type(broken).__name__}>"
 
 
 def _timed_out(context: LambdaContext) -> HandlerResult:

@@ -32,6 +32,8 @@ class Invocation:
     duplicate: bool = False
     #: the shard's lane (streams with ParallelizationFactor > 1; else 0)
     lane: int = 0
+    #: what the handler raised, when it raised (``error`` is its Lambda text)
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

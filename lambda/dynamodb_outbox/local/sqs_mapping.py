@@ -61,7 +61,7 @@ from .context import DEFAULT_TIMEOUT_SECONDS, LambdaContext
 from .drain import drain_until_idle
 from .events import PayloadMeter, SqsEventRecord, record_size, sqs_record
 from .filters import RecordFilter
-from .invoker import Handler, HandlerResult, invoke_handler
+from .invoker import Handler, HandlerResult, function_environment, invoke_handler
 from .responses import BatchVerdict, judge_response, whole_batch_failure
 from .results import DrainResult, Invocation, PollResult, SqsStats
 
@@ -119,7 +119,10 @@ class SqsMapping:
 
     ``config`` is the ``GetEventSourceMapping`` shape; the queue's attributes
     (visibility timeout, redrive policy, FIFO) are read from the emulator
-    through ``sqs_client`` when the mapping is created.
+    through ``sqs_client`` when the mapping is created. ``environment`` is the
+    function's environment variables: set in ``os.environ`` around each
+    invocation and restored after it, as Lambda gives them to the function for
+    its whole life (:func:`~dynamodb_outbox.local.invoker.function_environment`).
     """
 
     def __init__(
@@ -133,6 +136,7 @@ class SqsMapping:
         duplicate_delivery_rate: float = 0.0,
         random_source: random.Random | None = None,
         concurrency: int | None = None,
+        environment: Mapping[str, str] | None = None,
     ) -> None:
         if not 0.0 <= duplicate_delivery_rate <= 1.0:
             raise MappingConfigError(
@@ -162,6 +166,7 @@ class SqsMapping:
         self._sqs = sqs_client
         self._clock = clock
         self._timeout = function_timeout_seconds
+        self._environment = dict(environment or {})
         self._region = arn_parts(self.settings.event_source_arn)[1]
         self._filter = RecordFilter(self.settings.filter_patterns, parse_sqs_body=True)
         self._buffer: list[_Message] = []
@@ -339,7 +344,8 @@ class SqsMapping:
             event: dict[str, Any] = {"Records": [message.record for message in batch]}
             events.append(event)
             calls.append(functools.partial(invoke_handler, self._handler, event, context))
-        outcomes, switches = run_concurrently(calls, self._random)
+        with function_environment(self._environment):
+            outcomes, switches = run_concurrently(calls, self._random)
         self.stats.peak_concurrency = max(self.stats.peak_concurrency, len(batches))
         if len(batches) > 1:
             self.stats.concurrent_invocations += len(batches)
@@ -397,6 +403,7 @@ class SqsMapping:
             event=event,
             response=outcome.response,
             error=outcome.error,
+            exception=outcome.exception,
         )
         self.invocations.append(invocation)
         result.invocations.append(invocation)

@@ -85,7 +85,7 @@ from .destinations import (
 from .drain import drain_until_idle
 from .events import PayloadMeter, StreamEventRecord, epoch_seconds, record_size, stream_record
 from .filters import RecordFilter
-from .invoker import Handler, HandlerResult, invoke_handler
+from .invoker import Handler, HandlerResult, function_environment, invoke_handler
 from .responses import BatchVerdict, judge_response, whole_batch_failure
 from .results import DrainResult, Invocation, PollResult, StreamStats
 
@@ -200,7 +200,9 @@ class StreamMapping:
     :func:`~dynamodb_outbox.local.config.mapping_config` and
     :func:`~dynamodb_outbox.local.config.read_mappings`). ``streams_client`` is a
     boto3 ``dynamodbstreams`` client; ``sqs_client`` is needed when the
-    mapping has an on-failure destination.
+    mapping has an on-failure destination. ``environment`` is the function's
+    environment variables, set around each invocation and restored after it
+    (:func:`~dynamodb_outbox.local.invoker.function_environment`).
     """
 
     def __init__(
@@ -214,6 +216,7 @@ class StreamMapping:
         function_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         duplicate_delivery_rate: float = 0.0,
         random_source: random.Random | None = None,
+        environment: Mapping[str, str] | None = None,
     ) -> None:
         if not 0.0 <= duplicate_delivery_rate <= 1.0:
             raise MappingConfigError(
@@ -226,6 +229,7 @@ class StreamMapping:
         self._streams = streams_client
         self._clock = clock
         self._timeout = function_timeout_seconds
+        self._environment = dict(environment or {})
         self._region = arn_parts(self.settings.event_source_arn)[1]
         self._filter = RecordFilter(self.settings.filter_patterns)
         self._destination: SqsDestination | None = None
@@ -449,7 +453,8 @@ class StreamMapping:
             calls.append(functools.partial(invoke_handler, self._handler, event, context))
         if not calls:
             return
-        outcomes, switches = run_concurrently(calls, self._random)
+        with function_environment(self._environment):
+            outcomes, switches = run_concurrently(calls, self._random)
         self.stats.peak_concurrency = max(self.stats.peak_concurrency, len(calls))
         if len(calls) > 1:
             self.stats.concurrent_invocations += len(calls)
@@ -509,6 +514,7 @@ class StreamMapping:
             event=event,
             response=outcome.response,
             error=outcome.error,
+            exception=outcome.exception,
             duplicate=batch.redelivered,
         )
         self.invocations.append(invocation)

@@ -4,7 +4,7 @@
 plugin (:mod:`dynamodb_outbox.testing.plugin`) with two fixtures:
 
 * ``outbox_aws``: moto in-process for every service, fake credentials, the
-  developer's ``AWS_*`` / ``OUTBOX_*`` / ``POWERTOOLS_*`` variables removed and
+  developer's ``AWS_*`` / ``OUTBOX_*`` / ``POWERTOOLS_*`` variables and ``LOG_LEVEL`` removed and
   restored afterwards, the moto quirks handled
   (``AWS_ACCOUNT_ID_ENDPOINT_MODE=disabled``), the package's cached handlers
   reset before and after the test;

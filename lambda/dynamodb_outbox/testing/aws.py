@@ -22,6 +22,10 @@ ACCOUNT_ID: Final = "123456789012"
 #: Variables a developer's shell may hold that would reach a real account, a
 #: profile's settings or an emulator, or configure the outbox's functions.
 _CLEARED_PREFIXES: Final = ("AWS_", "OUTBOX_", "POWERTOOLS_", "MOTO_")
+#: And the log level Powertools' Logger reads (``LOG_LEVEL``; ``POWERTOOLS_LOG_LEVEL``
+#: and ``AWS_LAMBDA_LOG_LEVEL`` go with their prefixes): a shell's
+#: ``LOG_LEVEL=CRITICAL`` would hide the consumers' ERROR lines.
+_CLEARED_NAMES: Final = ("LOG_LEVEL",)
 
 _FAKE_ENVIRONMENT: Final = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -64,7 +68,8 @@ def reset_caches() -> None:
 def _environment(values: Mapping[str, str]) -> Iterator[None]:
     saved = dict(os.environ)
     try:
-        for name in [n for n in os.environ if n.startswith(_CLEARED_PREFIXES)]:
+        cleared = [n for n in os.environ if n.startswith(_CLEARED_PREFIXES) or n in _CLEARED_NAMES]
+        for name in cleared:
             del os.environ[name]
         os.environ.update(values)
         yield
@@ -77,8 +82,8 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
 def isolated_aws(extra_environment: Mapping[str, str] | None = None) -> Iterator[None]:
     """moto for every AWS service, fake credentials, the quirks handled, caches reset.
 
-    Every ``AWS_*``, ``OUTBOX_*``, ``POWERTOOLS_*`` and ``MOTO_*`` variable is
-    removed for the block (so no profile, endpoint or real credentials apply),
+    Every ``AWS_*``, ``OUTBOX_*``, ``POWERTOOLS_*`` and ``MOTO_*`` variable, and
+    ``LOG_LEVEL``, is removed for the block (so no profile, endpoint or real credentials apply),
     then the fakes are set; the whole environment is restored after it.
     """
     from moto import mock_aws

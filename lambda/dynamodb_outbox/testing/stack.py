@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -40,21 +41,25 @@ from dynamodb_outbox.settings import (
     ENV_CONSUMER_TOPIC_ARN,
     ENV_CONSUMER_TRANSPORT,
     ENV_EVENT_BUS_NAME,
+    ENV_EXPIRES_AFTER_SECONDS,
     ENV_IDEMPOTENCY_TABLE,
     ENV_PARTITION_KEY,
     ENV_PUBLISH_TO,
     ENV_SORT_KEY,
     ENV_TABLE_NAME,
     ENV_TOPIC_ARN,
+    ConfigurationError,
 )
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 from dynamodb_outbox.testing.aws import ACCOUNT_ID, REGION
-from dynamodb_outbox.testing.failures import ConsumerFailure, FailureLog
+from dynamodb_outbox.testing.failures import ConsumerFailure, FailureLog, reconcile
 from dynamodb_outbox.testing.module_settings import (
     DEFAULT_SOURCE,
+    DLQ_RETENTION_SECONDS,
     ConsumerSettings,
     ModuleNames,
     PublisherSettings,
+    idempotency_window,
 )
 from dynamodb_outbox.writer import OutboxWriter
 
@@ -80,14 +85,49 @@ class ConsumerQueue:
     mapping: SqsMapping
     _sqs: Any = field(repr=False)
 
-    def dead_letters(self) -> list[Envelope]:
-        """The events in the DLQ (read without deleting them)."""
+    def dead_letters(self) -> list[Envelope | str]:
+        """Every message in the DLQ, left there: its event, or its raw body when
+        the body is no outbox event (what a poison message is)."""
         from dynamodb_outbox.consumer import parse_body
 
-        messages = self._sqs.receive_message(
-            QueueUrl=self.dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=0
-        ).get("Messages", [])
-        return [parse_body(message["Body"]) for message in messages]
+        seen: dict[str, dict[str, Any]] = {}
+        while True:
+            # Hidden while read, so the next receive returns the others.
+            messages = self._sqs.receive_message(
+                QueueUrl=self.dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=_READ_HIDDEN
+            ).get("Messages", [])
+            fresh = [m for m in messages if m["MessageId"] not in seen]
+            if not fresh:
+                break
+            seen.update((m["MessageId"], m) for m in fresh)
+        read = list(seen.values())
+        for start in range(0, len(read), 10):  # visible again, as before the read
+            self._sqs.change_message_visibility_batch(
+                QueueUrl=self.dlq_url,
+                Entries=[
+                    {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                    for n, m in enumerate(read[start : start + 10])
+                ],
+            )
+        letters: list[Envelope | str] = []
+        for message in read:
+            try:
+                letters.append(parse_body(message["Body"]))
+            except Exception:
+                letters.append(str(message["Body"]))
+        return letters
+
+    def dead_events(self) -> list[Envelope]:
+        """The events in the DLQ, typed; an AssertionError quoting any body that is no event."""
+        letters = self.dead_letters()
+        raw = [letter for letter in letters if isinstance(letter, str)]
+        if raw:
+            raise AssertionError(f"the DLQ of {self.key!r} holds bodies that are no event: {raw!r}")
+        return [letter for letter in letters if isinstance(letter, Envelope)]
+
+
+#: How long dead_letters() hides a DLQ message it has read, until it has read them all.
+_READ_HIDDEN = 300
 
 
 class OutboxStack:
@@ -122,6 +162,7 @@ class OutboxStack:
         self.sqs = boto3.client("sqs", region_name=REGION)
         self._failure_log = FailureLog()
         self._failure_log.install()
+        self._heard_loggers: list[logging.Logger] = []
         self.topic_arn: str | None = None
         self.event_bus_arn: str | None = None
         stream_arn = self._create_table()
@@ -136,7 +177,10 @@ class OutboxStack:
             self.topic_arn = str(topic["TopicArn"])
         # The publisher's, and the sender a consumer built outside load_handler
         # checks its messages against.
-        os.environ.update({**self.publisher_environment(), **self.sender_environment()})
+        # Restored by close(): a stack leaves os.environ as it found it.
+        stack_environment = {**self.publisher_environment(), **self.sender_environment()}
+        self._saved_environment = {name: os.environ.get(name) for name in stack_environment}
+        os.environ.update(stack_environment)
         publisher.default_runtime.cache_clear()
         self.runtime.add(self._publisher_mapping(stream_arn))
 
@@ -170,11 +214,18 @@ class OutboxStack:
             ENV_CONSUMER_TOPIC_ARN: str(self.topic_arn),
         }
 
-    def consumer_environment(self, key: str) -> dict[str, str]:
+    def consumer_environment(
+        self, key: str, settings: ConsumerSettings | None = None
+    ) -> dict[str, str]:
         """What a consumer function of key ``key`` has (``consumers.tf``)."""
+        if settings is None:
+            added = self.consumers.get(key)
+            settings = added.settings if added is not None else ConsumerSettings()
+        window = idempotency_window(self.publish_to, settings)
         return {
             **self.sender_environment(),
             ENV_IDEMPOTENCY_TABLE: self.names.idempotency_table,
+            ENV_EXPIRES_AFTER_SECONDS: str(window),
             ENV_CONSUMER_NAME: key,
             "POWERTOOLS_SERVICE_NAME": self.names.consumer_service(key),
             "POWERTOOLS_METRICS_NAMESPACE": DEFAULT_METRICS_NAMESPACE,
@@ -195,7 +246,9 @@ class OutboxStack:
 
     # ------------------------------------------------------------------ consumers
 
-    def load_handler(self, key: str, target: str) -> Handler:
+    def load_handler(
+        self, key: str, target: str, settings: ConsumerSettings | None = None
+    ) -> Handler:
         """Import ``"package.module:handler"`` afresh, with consumer ``key``'s environment.
 
         The module is imported again (dropped from ``sys.modules`` first), so
@@ -207,7 +260,7 @@ class OutboxStack:
         module_name, _, attribute = target.partition(":")
         if not module_name or not attribute:
             raise ValueError(f"target must be 'package.module:handler', got {target!r}")
-        environment = self.consumer_environment(key)
+        environment = self.consumer_environment(key, settings)
         saved = {name: os.environ.get(name) for name in environment}
         os.environ.update(environment)
         try:
@@ -241,7 +294,10 @@ class OutboxStack:
         chosen = settings or ConsumerSettings()
         if overrides:
             chosen = ConsumerSettings(**{**chosen.__dict__, **overrides})
-        function = self.load_handler(key, handler) if isinstance(handler, str) else handler
+        self._refuse_what_the_module_refuses(key, chosen)
+        if not isinstance(handler, str):
+            _refuse_another_name(key, handler)
+        function = self.load_handler(key, handler, chosen) if isinstance(handler, str) else handler
         queue_url, queue_arn, dlq_url = self._create_queues(key, chosen)
         self._route_to(key, queue_arn, chosen)
         mapping = SqsMapping(
@@ -253,11 +309,15 @@ class OutboxStack:
                 report_batch_item_failures=True,
                 maximum_concurrency=chosen.maximum_concurrency,
             ),
-            function,
+            self._failure_log.collecting(function),
             sqs_client=self.sqs,
             clock=self.clock,
             function_timeout_seconds=chosen.function_timeout_seconds,
+            # On Lambda the function has its environment for its whole life:
+            # set around each of its invocations, not only for the import.
+            environment=self.consumer_environment(key, chosen),
         )
+        self._hear_a_logger_that_does_not_propagate(function)
         self.runtime.add(mapping)
         queue = ConsumerQueue(key, chosen, queue_url, queue_arn, dlq_url, mapping, self.sqs)
         self.consumers[key] = queue
@@ -272,8 +332,23 @@ class OutboxStack:
 
     @property
     def failures(self) -> list[ConsumerFailure]:
-        """Every message a consumer failed since the stack was built, with why."""
-        return list(self._failure_log.failures)
+        """Every message this stack's consumers failed, with why, consumer by consumer.
+
+        Read from each invocation's outcome (so a whole-invocation error, a
+        timeout, or a failure whose log line never reached the root logger is
+        here too), explained by the toolkit's ERROR log record of the message
+        when there is one (:func:`~dynamodb_outbox.testing.failures.reconcile`);
+        then the failures a handler called directly (outside :meth:`drain`)
+        logged, which every open stack sees.
+        """
+        return reconcile(
+            (
+                (key, invocation)
+                for key, queue in self.consumers.items()
+                for invocation in queue.mapping.invocations
+            ),
+            self._failure_log.failures,
+        ) + list(self._failure_log.direct)
 
     def raise_failures(self) -> None:
         """Raise :class:`ConsumerFailed` from the first failure's exception, if any failed."""
@@ -281,20 +356,72 @@ class OutboxStack:
         if not failures:
             return
         first = failures[0]
-        lines = [f"{f.message_id} ({f.event_type}): {f.reason}" for f in failures]
+        lines = [f"{f.consumer}: {f.message_id} ({f.event_type}): {f.reason}" for f in failures]
         raise ConsumerFailed(
             f"{len(failures)} message failure(s) in consumers:\n  " + "\n  ".join(lines)
         ) from first.exception
 
     def close(self) -> None:
-        """Stop collecting failures (the stack's resources end with the moto mock)."""
+        """Stop collecting failures and put back the ``os.environ`` values the stack set
+        (the stack's resources end with the moto mock)."""
         self._failure_log.uninstall()
+        for logger in self._heard_loggers:
+            logger.removeHandler(self._failure_log)
+        self._heard_loggers.clear()
+        saved, self._saved_environment = self._saved_environment, {}
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
     def __enter__(self) -> OutboxStack:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _hear_a_logger_that_does_not_propagate(self, handler: Handler) -> None:
+        # The failure log sits on the root logger; a toolkit handler whose
+        # logger does not propagate (Logger(propagate=False), the default of a
+        # Powertools Logger built by hand) gets it on its own logger too.
+        logger = getattr(getattr(handler, "outbox_consumer", None), "logger", None)
+        std = getattr(logger, "_logger", logger)  # a Powertools Logger wraps a logging.Logger
+        quiet = isinstance(std, logging.Logger) and not std.propagate
+        if quiet and isinstance(std, logging.Logger) and self._failure_log not in std.handlers:
+            std.addHandler(self._failure_log)
+            self._heard_loggers.append(std)
+
+    def _refuse_what_the_module_refuses(self, key: str, settings: ConsumerSettings) -> None:
+        """``var.consumers``' validations (variables.tf), with the module's messages."""
+        pattern, policy = settings.event_pattern, settings.filter_policy
+        if pattern is not None and policy is not None:
+            raise ValueError(
+                'Set either event_pattern (publish_to = "eventbridge") or filter_policy '
+                f'(publish_to = "sns") on a consumer, not both. Both set on: {key}.'
+            )
+        if self.publish_to == "eventbridge" and pattern is None:
+            raise ValueError(
+                'With publish_to = "eventbridge" every consumer needs an event_pattern (a JSON '
+                'EventBridge event pattern) and no filter_policy (that is for publish_to = "sns"). '
+                f"Invalid for: {key}."
+            )
+        if self.publish_to != "eventbridge" and policy is None:
+            raise ValueError(
+                f'With publish_to = "{self.publish_to}" every consumer needs a filter_policy (a '
+                "JSON filter policy on the message attributes event_type and source) and no "
+                f"event_pattern. Invalid for: {key}."
+            )
+        visibility, timeout = settings.visibility_timeout_seconds, settings.function_timeout_seconds
+        if visibility is not None and visibility < 6 * timeout:
+            raise ValueError(
+                "A consumer's visibility_timeout_seconds must be at least 6 x its "
+                "function_timeout_seconds (AWS's recommendation for SQS event sources, so a "
+                "message stays hidden while Lambda retries a throttled batch; Lambda refuses "
+                "outright a mapping whose function timeout exceeds the visibility timeout). "
+                f"Too small for: {key} ({visibility} < 6 x {timeout}). Leave it null to get "
+                "6 x function_timeout_seconds."
+            )
 
     # ----------------------------------------------------------------- resources
 
@@ -372,13 +499,14 @@ class OutboxStack:
             sqs_client=self.sqs,
             clock=self.clock,
             function_timeout_seconds=settings.timeout_seconds,
+            environment=self.publisher_environment(),
         )
 
     def _create_queues(self, key: str, settings: ConsumerSettings) -> tuple[str, str, str]:
         # consumers.tf: a DLQ, and the queue redriving to it after max_receive_count.
         dlq_url = self.sqs.create_queue(
             QueueName=self.names.consumer_dlq(key),
-            Attributes={"MessageRetentionPeriod": str(14 * 24 * 3600)},
+            Attributes={"MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS)},
         )["QueueUrl"]
         dlq_arn = self._queue_arn(dlq_url)
         queue_url = self.sqs.create_queue(
@@ -421,4 +549,21 @@ class OutboxStack:
             Protocol="sqs",
             Endpoint=queue_arn,
             Attributes=attributes,
+        )
+
+
+def _refuse_another_name(key: str, handler: Handler) -> None:
+    """A toolkit handler named other than its key: what ``OutboxConsumer`` refuses on Lambda.
+
+    On AWS the function gets ``OUTBOX_CONSUMER_NAME=<key>`` and its IAM policy
+    grants only ``idempotency#<key>#*`` keys; a consumer built in the test
+    before that variable existed was not checked against it.
+    """
+    consumer = getattr(handler, "outbox_consumer", None)
+    name = getattr(consumer, "name", None)
+    if isinstance(name, str) and name != key:
+        raise ConfigurationError(
+            f"the consumer is named {name!r} in code but {ENV_CONSUMER_NAME}={key!r} "
+            "(the module's consumers key, which its IAM policy grants): drop name=... to use "
+            "the environment's, or make them the same"
         )
