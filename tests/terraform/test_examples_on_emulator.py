@@ -141,6 +141,8 @@ module "outbox" {
     audit   = { event_pattern = jsonencode({ source = [var.event_source] }) }
     billing = { event_pattern = jsonencode({ "detail-type" = ["OrderCreated"] }) }
   }
+  # A new consumer changes the recorded shape of the stack (docs/live-changes.md).
+  acknowledged_changes = { serial = 1 }
 }
 """
     )
@@ -154,10 +156,15 @@ module "outbox" {
     # The dashboard draws a row per consumer: it gains billing's, in place.
     dashboard = "module.outbox.aws_cloudwatch_dashboard.this[0]"
     assert changes.get(dashboard) == ["update"], changes.get(dashboard)
+    # The live-changes record of serial 1 is written by this apply: nothing else.
+    records = {
+        a: c for a, c in changes.items() if a.startswith("module.outbox.module.live_changes.")
+    }
+    assert records, "raising acknowledged_changes.serial must write a live-changes record"
     others = {
         address: actions
         for address, actions in changes.items()
-        if not of_billing.search(address) and address != dashboard
+        if not of_billing.search(address) and address != dashboard and address not in records
     }
     assert others == {}, f"adding `billing` also plans: {others}"
     created = {address for address, actions in changes.items() if actions == ["create"]}
