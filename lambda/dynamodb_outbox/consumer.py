@@ -958,6 +958,9 @@ class OutboxConsumer:
         self.expires_after_seconds = resolve_expires_after_seconds(
             expires_after_seconds, logger=logger
         )
+        # Resolved again per batch from what the caller gave, so the window
+        # follows the environment the function runs in (not the import's).
+        self._explicit_expires_after_seconds = expires_after_seconds
         self.stop_margin_seconds = stop_margin_seconds
         self.parse_float = parse_float
         if max_concurrency < 1:
@@ -1013,7 +1016,7 @@ class OutboxConsumer:
             process_one,
             persistence_store=self.persistence_store,
             consumer_name=self.name,
-            expires_after_seconds=self.expires_after_seconds,
+            expires_after_seconds=self._explicit_expires_after_seconds,
             lambda_context=lambda_context,
             logger=self.logger,
             metrics=self.metrics,

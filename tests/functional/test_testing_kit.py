@@ -283,10 +283,10 @@ def test_closing_a_stack_puts_back_the_environment_it_set() -> None:
         os.environ["OUTBOX_TABLE_NAME"] = "before"
         with OutboxStack():
             assert os.environ["OUTBOX_TABLE_NAME"] == "orders"
-            assert "OUTBOX_EVENT_BUS_ARN" in os.environ
+            assert "OUTBOX_CONSUMER_EVENT_BUS_ARN" in os.environ
 
         assert os.environ["OUTBOX_TABLE_NAME"] == "before"
-        assert "OUTBOX_EVENT_BUS_ARN" not in os.environ
+        assert "OUTBOX_CONSUMER_EVENT_BUS_ARN" not in os.environ
 
 
 def test_two_stacks_do_not_collect_each_others_failures() -> None:

@@ -124,6 +124,9 @@ def test_the_kits_idempotency_window_is_the_one_modules_windows_derives(
             },
             "archive_retention_days": ARCHIVE_RETENTION_DAYS if publish_to == "eventbridge" else 0,
             "sweeper_republish_seconds": SWEEPER_REPUBLISH_SECONDS,
+            # The kit's bus has no customer key (its DLQ is no term); default period.
+            "bus_dlq_retention_seconds": 0,
+            "alarm_period_seconds": 300,
         },
         tmp_path,
     )
