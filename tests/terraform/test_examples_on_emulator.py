@@ -1,4 +1,4 @@
-"""examples/existing-table and examples/complete applied to the emulator, then destroyed.
+"""examples/existing-table, complete and sns_fifo applied to the emulator, then destroyed.
 
 Each example is copied to a temporary directory with the module source made
 absolute and an override file (``emulator_override.tf``) that points the
@@ -16,9 +16,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 
 from tests.terraform.tfhelpers import EXAMPLES_DIR, REPO_ROOT, describe, run_terraform
@@ -210,6 +214,89 @@ def test_complete_example_applies_and_destroys_cleanly(
         assert main_tf.read_text().count(protected) == 1
         main_tf.write_text(
             main_tf.read_text().replace(protected, "deletion_protection_enabled = false")
+        )
+        # The state is the emulator's as of the re-plan just above: no refresh.
+        stack.run("apply", "-auto-approve", "-input=false", "-refresh=false")
+        stack.run("destroy", "-auto-approve", "-input=false", "-refresh=false")
+
+        assert stack.resources_in_state() == []
+    finally:
+        if stack.resources_in_state():
+            stack.attempt("destroy", "-auto-approve", "-input=false")
+
+
+def _emulator_client(service: str, moto_server: str) -> Any:
+    return boto3.client(
+        service,
+        endpoint_url=moto_server,
+        region_name="eu-west-1",  # the example's default region
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+
+
+def _assert_the_ordered_path_is_deployed(moto_server: str, outputs: dict[str, Any]) -> None:
+    sns = _emulator_client("sns", moto_server)
+    sqs = _emulator_client("sqs", moto_server)
+    lambda_ = _emulator_client("lambda", moto_server)
+    topic_arn = outputs["sns_topic_arn"]["value"]
+    consumers = outputs["consumers"]["value"]
+
+    assert topic_arn.endswith(":orders-fifo.fifo"), topic_arn
+    topic = sns.get_topic_attributes(TopicArn=topic_arn)["Attributes"]
+    assert (topic["FifoTopic"], topic["ContentBasedDeduplication"]) == ("true", "false"), topic
+
+    assert sorted(consumers) == ["audit", "shipping"]
+    for key, consumer in consumers.items():
+        for url in (consumer["queue_url"], consumer["dlq_url"]):
+            assert url.endswith(".fifo"), (key, url)
+            queue = sqs.get_queue_attributes(
+                QueueUrl=url, AttributeNames=["FifoQueue", "ContentBasedDeduplication"]
+            )["Attributes"]
+            assert queue == {"FifoQueue": "true", "ContentBasedDeduplication": "false"}, url
+        subscription = sns.get_subscription_attributes(
+            SubscriptionArn=consumer["subscription_arn"]
+        )["Attributes"]
+        assert subscription["TopicArn"] == topic_arn
+        assert subscription["Endpoint"] == consumer["queue_arn"]
+        assert subscription["RawMessageDelivery"] == "true"
+        assert "FilterPolicy" in subscription, (key, subscription)
+        mapping = lambda_.get_event_source_mapping(UUID=consumer["event_source_mapping_uuid"])
+        assert mapping["EventSourceArn"] == consumer["queue_arn"]
+        assert mapping["BatchSize"] <= 10, (key, mapping["BatchSize"])
+
+    shipping = lambda_.get_function_configuration(FunctionName="orders-fifo-shipping")[
+        "Environment"
+    ]["Variables"]
+    assert shipping["OUTBOX_CONSUMER_TRANSPORT"] == "sns_fifo"
+    assert shipping["OUTBOX_CONSUMER_TOPIC_ARN"] == topic_arn
+
+
+def test_sns_fifo_example_applies_and_destroys_cleanly(
+    tf_env: dict[str, str], moto_server: str, tmp_path: Path
+) -> None:
+    """The ordered path as a caller deploys it: a FIFO topic, FIFO queues subscribed raw.
+
+    The example's README steps (zip the caller's function, apply), a re-plan
+    that must be empty, then the teardown of the main README: the outbox table
+    is protected by default, so apply with the protection off, then destroy.
+    """
+    stack = ExampleStack("sns_fifo", tmp_path / "stack", tf_env, moto_server)
+    subprocess.run(
+        [sys.executable, "-m", "zipfile", "-c", "shipping.zip", "consumer.py"],
+        cwd=stack.workdir,
+        check=True,
+    )
+    stack.run("init", "-input=false")
+    try:
+        stack.run("apply", "-auto-approve", "-input=false")
+        assert stack.attempt("plan", "-input=false", "-detailed-exitcode") == 0, (
+            "a re-plan after apply must be empty"
+        )
+        _assert_the_ordered_path_is_deployed(moto_server, json.loads(stack.run("output", "-json")))
+
+        (stack.workdir / "unprotect_override.tf").write_text(
+            'module "outbox" {\n  table = { deletion_protection_enabled = false }\n}\n'
         )
         # The state is the emulator's as of the re-plan just above: no refresh.
         stack.run("apply", "-auto-approve", "-input=false", "-refresh=false")
