@@ -40,7 +40,7 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 
 checkov-venv: $(CHECKOV_STAMP) ## create .venv-checkov with the pinned checkov (tests/security)
 
-# The venv holding only dynamodb-outbox[testing], where the README's testing
+# The venv holding only dynamodb-outbox[testing], where docs/testing.md's testing
 # section runs verbatim (tests/support/clean_venv.py; rebuilt only when its key
 # changes). Built before the suite, like the other venvs, not inside its time.
 clean-venv: $(STAMP) ## create .cache/clean-venv: the package and its testing extra, nothing else

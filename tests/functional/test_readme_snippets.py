@@ -1,4 +1,8 @@
-"""The README's producer snippets run as printed, in order, against moto."""
+"""The Python documentation's snippets run as printed, in order, against moto.
+
+docs/python.md holds them; the README's "In application code" shows the first
+writer and consumer snippets, which must stay the ones run here.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +15,21 @@ import pytest
 
 from tests.support.moto_tables import create_outbox_table
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+PYTHON_DOC = REPO / "docs" / "python.md"
 
 
-def python_blocks(heading: str) -> list[str]:
-    """The ```python blocks of one README section (``heading`` with its ``#``s), in order."""
-    text = README.read_text(encoding="utf-8")
+def python_blocks(heading: str, document: Path = PYTHON_DOC) -> list[str]:
+    """The ```python blocks of one section (``heading`` with its ``#``s), in order."""
+    text = document.read_text(encoding="utf-8")
+    assert f"\n{heading}\n" in text, f"{document.name} has no {heading!r}"
     section = re.split(r"\n#{2,3} ", text.split(f"\n{heading}\n", 1)[1], maxsplit=1)[0]
     return re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
 
 
 def producer_blocks() -> list[str]:
-    return python_blocks("### Producer code")
+    return python_blocks("## Producer code")
 
 
 def create_orders_table(*, stream: bool = False) -> None:
@@ -58,7 +65,7 @@ def test_the_change_an_entity_snippet_pays_once_then_answers_409_and_404(
     capsys.readouterr()
 
     # WHEN the "Changing an entity" snippet runs as printed
-    (block,) = python_blocks("### Changing an entity and emitting an event")
+    (block,) = python_blocks("## Changing an entity and emitting an event")
     exec(compile(block, "README change an entity", "exec"), namespace)
 
     # THEN it paid once, then answered with the order's state, then with no order
@@ -90,7 +97,7 @@ def test_the_typed_payload_snippet_hands_the_function_the_model(
         "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
     )
     namespace: dict[str, Any] = {}
-    consumer_block, typed_block = python_blocks("### Consumer code")[:2]
+    consumer_block, typed_block = python_blocks("## Consumer code")[:2]
     exec(compile(consumer_block, "README consumer", "exec"), namespace)
     exec(compile(typed_block, "README typed consumer", "exec"), namespace)
 
@@ -118,7 +125,7 @@ def test_the_router_snippet_sends_each_type_to_its_function_and_fails_unknown_on
         "OUTBOX_IDEMPOTENCY_TABLE", create_idempotency_table(boto3.client("dynamodb"))
     )
     namespace: dict[str, Any] = {}
-    for number, block in enumerate(python_blocks("### Consumer code")[:3]):
+    for number, block in enumerate(python_blocks("## Consumer code")[:3]):
         exec(compile(block, f"README consumer {number}", "exec"), namespace)
 
     # WHEN a batch carries the two routed types, an ignored one and an unknown one
@@ -136,3 +143,12 @@ def test_the_router_snippet_sends_each_type_to_its_function_and_fails_unknown_on
     assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][3]["messageId"]}]}
     printed = capsys.readouterr().out
     assert "invoicing 1" in printed and "settling 1 5.0" in printed
+
+
+def test_the_readme_shows_the_first_writer_and_consumer_snippets_run_here() -> None:
+    # The README's two snippets are not run on their own: they must be the ones above.
+    shown = python_blocks("### In application code", README)
+    assert shown == [producer_blocks()[0], python_blocks("## Consumer code")[0]], (
+        "README.md's In application code must show docs/python.md's first Producer code "
+        "and Consumer code snippets as they are"
+    )

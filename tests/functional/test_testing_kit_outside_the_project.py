@@ -1,6 +1,6 @@
 """The testing kit as an application team gets it, away from this project's conftest.
 
-* The README's "Testing your service" files run verbatim under pytest in a
+* docs/testing.md's "Testing your service" files run verbatim under pytest in a
   virtual environment holding only ``dynamodb-outbox[testing]``
   (tests/support/clean_venv.py): no project conftest, no ``tests`` package,
   no PYTHONPATH, none of the developer's AWS variables.
@@ -19,13 +19,13 @@ from pathlib import Path
 from tests.support.clean_venv import clean_venv_python
 
 REPO = Path(__file__).resolve().parents[2]
-README = REPO / "README.md"
+TESTING_DOC = REPO / "docs" / "testing.md"
 SERVICE = REPO / "examples" / "service"
 
 
 def readme_testing_files() -> dict[str, str]:
     """The section's ```python blocks that open with ``# <file name>.py``, by file name."""
-    text = README.read_text(encoding="utf-8")
+    text = TESTING_DOC.read_text(encoding="utf-8")
     section = text.split("\n## Testing your service\n", 1)[1].split("\n## ", 1)[0]
     files: dict[str, str] = {}
     for block in re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL):
@@ -42,7 +42,7 @@ def bare_environment(**extra: str) -> dict[str, str]:
 
 
 def test_the_readme_testing_section_passes_verbatim_in_a_clean_venv(tmp_path: Path) -> None:
-    # GIVEN the README's consumer and its tests, written to files as printed
+    # GIVEN the documented consumer and its tests, written to files as printed
     files = readme_testing_files()
     assert sorted(files) == ["billing.py", "test_billing.py"]
     for name, text in files.items():
@@ -93,7 +93,7 @@ def code_lines(path: Path) -> int:
 
 
 def test_the_readmes_line_counts_are_the_example_services() -> None:
-    section = README.read_text(encoding="utf-8").split("\n### What a team writes\n", 1)[1]
+    section = TESTING_DOC.read_text(encoding="utf-8").split("\n### What a team writes\n", 1)[1]
     rows = dict(re.findall(r"^\| `([^`]+)` \|.*\| (\d+) \|$", section, flags=re.MULTILINE))
     tests = sum(code_lines(path) for path in (SERVICE / "tests").glob("test_*.py"))
     assert rows == {

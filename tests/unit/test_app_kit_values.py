@@ -72,11 +72,11 @@ def test_every_exception_the_writer_raises_is_importable_from_the_package() -> N
         assert getattr(dynamodb_outbox, name) is getattr(write_errors, name)
 
 
-def test_the_readme_draws_the_writers_exception_tree_as_the_module_does() -> None:
+def test_the_python_doc_draws_the_writers_exception_tree_as_the_module_does() -> None:
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    drawn = readme.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    doc = Path(__file__).resolve().parents[2] / "docs" / "python.md"
+    drawn = doc.read_text(encoding="utf-8").split("```text\n", 1)[1].split("```", 1)[0].splitlines()
     docstring = (write_errors.__doc__ or "").splitlines()
     start = next(
         i for i, line in enumerate(docstring) if line.strip().startswith("OutboxWriteError")

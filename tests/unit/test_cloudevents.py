@@ -160,9 +160,9 @@ def test_the_event_a_consumer_queue_receives_is_a_valid_cloudevent(
     assert cloudevent.get_extension("correlationid") == "c"
 
 
-def test_the_readme_example_event_is_an_envelope_and_a_cloudevent() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## The event\n", 1)[1].split("\n## ", 1)[0]
+def test_the_documented_example_event_is_an_envelope_and_a_cloudevent() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text(encoding="utf-8")
+    section = doc.split("\n## The event\n", 1)[1].split("\n## ", 1)[0]
     (example,) = re.findall(r"```json\n(.*?)```", section, flags=re.DOTALL)
     envelope = Envelope.from_json(example)
     assert json.loads(envelope.to_json()) == json.loads(example)

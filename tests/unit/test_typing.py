@@ -127,7 +127,7 @@ def _readme_testing_files(target: Path) -> list[Path]:
 
 def test_a_user_project_and_the_readmes_tests_pass_mypy_strict(tmp_path: Path) -> None:
     # examples/service (a producer, two consumers, their tests on the testing
-    # kit) and the README's testing files, typed as a team types them: the
+    # kit) and docs/testing.md's testing files, typed as a team types them: the
     # handlers take Powertools' LambdaContext, the tests pass the kit's.
     readme_files = _readme_testing_files(tmp_path)
     search_path = [str(LAMBDA_DIR), str(SERVICE_DIR), str(tmp_path)]

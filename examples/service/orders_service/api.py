@@ -1,7 +1,7 @@
 """The producer: orders placed and paid, each change and its event in one transaction.
 
 The functions return ``(HTTP status, body)`` as a web handler would answer;
-``response_for`` maps the writer's errors to statuses (the README's table).
+``response_for`` maps the writer's errors to statuses (docs/python.md's table).
 """
 
 from __future__ import annotations
