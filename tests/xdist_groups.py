@@ -75,6 +75,9 @@ LONGEST_FIRST = (
     "tests/demo/test_demo.py",
     "tests/terraform/test_examples_on_emulator.py::test_complete_example_applies_and_destroys",
     EXISTING_TABLE_STACK,
+    # examples/sns_fifo: an apply, a re-plan and a destroy (about as long as
+    # complete's), on a worker of its own, started early so nothing waits on it.
+    "tests/terraform/test_examples_on_emulator.py::test_sns_fifo_example_applies_and_destroys",
     "tests/reliability/test_generated_inputs.py",
     "tests/terraform/test_validate_messages.py",
     "tests/security/test_checkov.py::",
