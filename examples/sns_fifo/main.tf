@@ -77,6 +77,13 @@ resource "aws_lambda_function" "shipping" {
   # (the consumer toolkit needs it; none with powertools_layer_arn = "").
   layers = compact([module.outbox.layer_arn, module.outbox.powertools_layer_arn])
 
+  # Lambda's default, said explicitly: no sampling of its own. "Active" records
+  # its invocations and needs xray:PutTraceSegments and xray:PutTelemetryRecords
+  # in its role. Either way the consumer toolkit logs each event's producer trace.
+  tracing_config {
+    mode = "PassThrough"
+  }
+
   # consumer_environment: the transport (sns_fifo) and the FIFO topic the
   # toolkit checks every message against, and the idempotency window that
   # covers any consumer of this topic. Not
