@@ -6,6 +6,8 @@ section must not leave a link pointing nowhere, so every relative link of the
 README, docs/*.md and the examples' READMEs must name an existing file, and
 its anchor, when given, a heading of that file (GitHub's anchor rule:
 lowercase, punctuation dropped, spaces to hyphens, ``-1``, ``-2`` for repeats).
+Where the documentation lists the transports, it names every one the
+publisher knows.
 """
 
 from __future__ import annotations
@@ -131,3 +133,27 @@ def test_the_readme_links_the_docs_it_moved_out() -> None:
 
     for page in ("docs/python.md", "docs/testing.md", "docs/operations.md", "docs/design.md"):
         assert page in targets, f"README.md does not link {page}"
+
+
+def table_row(path: Path, first_cell: str) -> str:
+    (row,) = [
+        line
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.startswith(first_cell)
+    ]
+    return row
+
+
+def test_the_documented_transports_are_the_publishers() -> None:
+    from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, PUBLISH_TO_SNS, PUBLISH_TO_SNS_FIFO
+
+    transports = {PUBLISH_TO_EVENTBRIDGE, PUBLISH_TO_SNS, PUBLISH_TO_SNS_FIFO}
+    rows = {
+        "README.md's `publish_to` input": table_row(README, "| `publish_to` |"),
+        "docs/python.md's `OUTBOX_PUBLISH_TO`": table_row(
+            REPO_ROOT / "docs" / "python.md", "| `OUTBOX_PUBLISH_TO` |"
+        ),
+    }
+    for where, row in rows.items():
+        named = set(re.findall(r"`([a-z_]+)`", row))
+        assert transports <= named, f"{where} does not name {sorted(transports - named)}"
