@@ -272,14 +272,78 @@ def _assert_the_ordered_path_is_deployed(moto_server: str, outputs: dict[str, An
     assert shipping["OUTBOX_CONSUMER_TOPIC_ARN"] == topic_arn
 
 
+def _published_in_order_per_subject(moto_server: str, outputs: dict[str, Any]) -> None:
+    """The publisher's own SNS FIFO requests, through the example's subscriptions.
+
+    Each consumer's queue gets what its filter policy admits, raw (the body is
+    the envelope), with the event's subject as its message group, in order.
+    moto acts on an enabled SQS mapping itself (it receives the messages and
+    cannot run the function without Docker): the mappings are disabled meanwhile.
+    """
+    from dynamodb_outbox.consumer import parse_body
+    from dynamodb_outbox.envelope import Envelope
+    from dynamodb_outbox.settings import sink_from_environment
+    from dynamodb_outbox.sinks import OutboundEvent
+
+    lambda_, sqs = _emulator_client("lambda", moto_server), _emulator_client("sqs", moto_server)
+    consumers = outputs["consumers"]["value"]
+    sink = sink_from_environment(
+        {"OUTBOX_PUBLISH_TO": "sns_fifo", "OUTBOX_TOPIC_ARN": outputs["sns_topic_arn"]["value"]},
+        client_factory=lambda service: _emulator_client(service, moto_server),
+    )
+
+    def event(subject: str, type_: str, sequence: int, source: str = "shop.orders") -> Envelope:
+        return Envelope(type=type_, source=source, subject=subject, data={}, sequence=sequence)
+
+    created, paid = event("ORDER#1", "OrderCreated", 1), event("ORDER#1", "OrderPaid", 2)
+    other_order = event("ORDER#2", "OrderCreated", 1)
+    shipped = event("ORDER#1", "OrderShipped", 3)  # not in shipping's filter policy
+    foreign = event("ORDER#3", "OrderCreated", 1, source="someone.else")  # not in audit's
+    # As the publisher sends: one event of a subject per PublishBatch.
+    batches = [[created, other_order, foreign], [paid], [shipped]]
+
+    def received(queue_url: str) -> list[tuple[str, Envelope]]:
+        messages = sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["MessageGroupId"]
+        ).get("Messages", [])
+        return [(m["Attributes"]["MessageGroupId"], parse_body(m["Body"])) for m in messages]
+
+    uuids = [c["event_source_mapping_uuid"] for c in consumers.values()]
+    for uuid in uuids:
+        lambda_.update_event_source_mapping(UUID=uuid, Enabled=False)
+    try:
+        for batch in batches:
+            results = sink.send([OutboundEvent.of(envelope) for envelope in batch])
+            assert all(result.ok for result in results), results
+        shipping = received(consumers["shipping"]["queue_url"])
+        audit = received(consumers["audit"]["queue_url"])
+    finally:
+        for uuid in uuids:
+            lambda_.update_event_source_mapping(UUID=uuid, Enabled=True)
+
+    def of_subject(messages: list[tuple[str, Envelope]], subject: str) -> list[Envelope]:
+        assert all(group == envelope.subject for group, envelope in messages), messages
+        return [envelope for _, envelope in messages if envelope.subject == subject]
+
+    assert sorted(e.id for _, e in shipping) == sorted(
+        e.id for e in (created, paid, other_order, foreign)
+    )
+    assert of_subject(shipping, "ORDER#1") == [created, paid]
+    assert sorted(e.id for _, e in audit) == sorted(
+        e.id for e in (created, paid, other_order, shipped)
+    )
+    assert of_subject(audit, "ORDER#1") == [created, paid, shipped]
+
+
 def test_sns_fifo_example_applies_and_destroys_cleanly(
     tf_env: dict[str, str], moto_server: str, tmp_path: Path
 ) -> None:
     """The ordered path as a caller deploys it: a FIFO topic, FIFO queues subscribed raw.
 
     The example's README steps (zip the caller's function, apply), a re-plan
-    that must be empty, then the teardown of the main README: the outbox table
-    is protected by default, so apply with the protection off, then destroy.
+    that must be empty, the publisher's requests delivered through it, then the
+    teardown of docs/operations.md: the outbox table is protected by default,
+    so apply with the protection off, then destroy.
     """
     stack = ExampleStack("sns_fifo", tmp_path / "stack", tf_env, moto_server)
     subprocess.run(
@@ -293,7 +357,9 @@ def test_sns_fifo_example_applies_and_destroys_cleanly(
         assert stack.attempt("plan", "-input=false", "-detailed-exitcode") == 0, (
             "a re-plan after apply must be empty"
         )
-        _assert_the_ordered_path_is_deployed(moto_server, json.loads(stack.run("output", "-json")))
+        outputs = json.loads(stack.run("output", "-json"))
+        _assert_the_ordered_path_is_deployed(moto_server, outputs)
+        _published_in_order_per_subject(moto_server, outputs)
 
         (stack.workdir / "unprotect_override.tf").write_text(
             'module "outbox" {\n  table = { deletion_protection_enabled = false }\n}\n'
