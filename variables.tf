@@ -208,6 +208,7 @@ variable "table" {
     - `ttl_attribute_name`: attribute holding the expiry time (epoch seconds), default
       "expires_at"; "" turns TTL off.
     Point-in-time recovery and server-side encryption are always on.
+    Any other attribute is refused at plan, naming it (table.<attribute>).
   EOT
   type        = any
   default     = {}
@@ -589,6 +590,7 @@ variable "stream_mapping" {
     - `maximum_record_age_in_seconds`: 60 to 604800, default 86400 (stream records are
       trimmed after 24 hours anyway; never infinite).
     - `enabled`: default true.
+    Any other attribute is refused at plan, naming it (stream_mapping.<attribute>).
   EOT
   type        = any
   default     = {}
@@ -795,6 +797,8 @@ variable "consumers" {
     Lowering `message_retention_seconds` makes SQS delete the messages already older than
     the new value: the plan refuses it unless acknowledged
     (`consumers.<key>.message_retention_seconds=<new>`).
+    Any other attribute of a consumer or of its `function` is refused at plan, naming it
+    (consumers["<key>"].<attribute>): Terraform would otherwise drop a misspelt one silently.
   EOT
   type        = any
   default     = {}
@@ -1091,6 +1095,7 @@ variable "sweeper" {
     - `timeout_seconds`: 60 to 900, default 120 (the sweeper keeps its last 10 s for deletes).
     - `log_level`: DEBUG, INFO (default), WARNING or ERROR (env LOG_LEVEL).
     The function uses the publisher's runtime, architecture and layers.
+    Any other attribute is refused at plan, naming it (sweeper.<attribute>).
   EOT
   type        = any
   default     = {}
@@ -1203,6 +1208,7 @@ variable "alarms" {
       (check "alarms_notify_someone").
     - `period_seconds`: evaluation period of the function and queue alarms, a multiple of 60,
       default 300.
+    Any other attribute is refused at plan, naming it (alarms.<attribute>).
   EOT
   type        = any
   default     = {}
