@@ -99,7 +99,7 @@ resource "aws_dynamodb_table" "idempotency" {
     kms_key_arn = var.kms_key_arn
   }
 
-  deletion_protection_enabled = var.idempotency_table.deletion_protection_enabled
+  deletion_protection_enabled = local.idempotency_table.deletion_protection_enabled
 
   tags = local.tags
 
@@ -232,7 +232,7 @@ module "windows" {
       idempotency_expires_after_seconds = c.idempotency_expires_after_seconds
     }
   }
-  archive_retention_days = local.create_event_archive ? var.event_archive.retention_days : 0
+  archive_retention_days = local.create_event_archive ? local.event_archive.retention_days : 0
   # The bus's DLQ receives events only when the bus has a customer key.
   bus_dlq_retention_seconds = local.create_event_bus_dlq && var.kms_key_arn != null ? local.event_bus_dlq_retention_seconds : 0
   # The sweeper re-publishes an item as long as it stays pending; the

@@ -138,7 +138,7 @@ locals {
 ################################################################################
 
 resource "aws_cloudwatch_dashboard" "this" {
-  count = var.dashboard.enabled ? 1 : 0
+  count = local.dashboard.enabled ? 1 : 0
 
   dashboard_name = local.dashboard_name
   dashboard_body = jsonencode({ widgets = local.dashboard_widgets })

@@ -53,7 +53,7 @@ locals {
   # below is 61 characters (SQS allows 80), the Lambda function and IAM role names
   # are at most 57 (limit 64; EventBridge Scheduler schedule names too).
   table_name               = coalesce(local.table.name, var.name)
-  event_bus_name           = coalesce(var.event_bus.name, var.name)
+  event_bus_name           = coalesce(local.event_bus.name, var.name)
   event_bus_dlq_name       = "${var.name}-event-bus-dlq"
   publisher_name           = "${var.name}-publisher"
   publisher_log_group_name = "/aws/lambda/${local.publisher_name}"
@@ -181,7 +181,7 @@ locals {
   powertools_layer_arn = var.powertools_layer_arn == null ? local.default_powertools_layer_arn : var.powertools_layer_arn
 
   # The layers of the module's own functions, publisher and sweeper.
-  function_layers = compact(concat([local.powertools_layer_arn], var.publisher.extra_layer_arns))
+  function_layers = compact(concat([local.powertools_layer_arn], local.publisher.extra_layer_arns))
 }
 
 ################################################################################
@@ -247,7 +247,7 @@ locals {
     stream_view_type             = local.table.stream_view_type
     event_bus                    = local.publish_to_sns ? "none" : local.create_event_bus ? local.event_bus_name : "${local.event_bus_name} (existing)"
     event_archive                = local.create_event_archive
-    event_archive_retention_days = local.create_event_archive ? var.event_archive.retention_days : 0
+    event_archive_retention_days = local.create_event_archive ? local.event_archive.retention_days : 0
     idempotency_table            = local.create_idempotency_table
     consumers = {
       for key, c in local.consumers : key => {

@@ -257,8 +257,8 @@ resource "aws_lambda_function" "publisher" {
   handler          = local.publisher_handler
   runtime          = var.lambda_runtime
   architectures    = [var.lambda_architecture]
-  memory_size      = var.publisher.memory_size_mb
-  timeout          = var.publisher.timeout_seconds
+  memory_size      = local.publisher.memory_size_mb
+  timeout          = local.publisher.timeout_seconds
   layers           = local.function_layers
 
   # The environment (names and ARNs, no secrets) is encrypted with the module's
@@ -285,7 +285,7 @@ resource "aws_lambda_function" "publisher" {
       OUTBOX_SWEEPER_ENABLED       = tostring(local.sweeper_enabled)
       POWERTOOLS_SERVICE_NAME      = var.name
       POWERTOOLS_METRICS_NAMESPACE = local.metrics_namespace
-      LOG_LEVEL                    = var.publisher.log_level
+      LOG_LEVEL                    = local.publisher.log_level
     })
   }
 

@@ -70,7 +70,7 @@ locals {
     OUTBOX_CONSUMER_TOPIC_ARN = aws_sns_topic.this[0].arn
     } : {
     OUTBOX_CONSUMER_TRANSPORT     = "eventbridge"
-    OUTBOX_CONSUMER_EVENT_BUS_ARN = var.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
+    OUTBOX_CONSUMER_EVENT_BUS_ARN = local.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
   }
 
   # The idempotency window a caller's own consumer function can take (the

@@ -322,28 +322,50 @@ variable "event_bus" {
       bus found by `name` (plan fails when it does not exist), whose DLQ is its owner's to set.
     - `name`: bus name; defaults to `var.name`. Required when `create` is false
       ("default" selects the account's default bus).
+    Any other attribute is refused at plan, naming it (event_bus.<attribute>).
   EOT
-  type = object({
-    create = optional(bool, true)
-    name   = optional(string)
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.event_bus_defaults, and the module reads it through them
+  # (local.event_bus, below). The other validations read it the same way, with
+  # its defaults (`for event_bus in [...]`).
+  validation {
+    condition     = can(keys(var.event_bus)) && length(setsubtract(try(keys(var.event_bus), []), keys(local.event_bus_defaults))) == 0
+    error_message = can(keys(var.event_bus)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.event_bus), keys(local.event_bus_defaults)), []) : "event_bus.${a}"])}: the event_bus takes ${join(", ", keys(local.event_bus_defaults))}." : "The event_bus must be an object of ${join(", ", keys(local.event_bus_defaults))}."
+  }
 
   validation {
-    condition     = var.event_bus.create || var.event_bus.name != null
+    condition     = alltrue([for event_bus in [merge(local.event_bus_defaults, try({ for k, v in var.event_bus : k => v if v != null }, {}))] : event_bus.create || event_bus.name != null])
     error_message = "Set event_bus.name to the existing bus's name when event_bus.create is false."
   }
 
   validation {
-    condition     = var.event_bus.name == null ? true : can(regex("^[A-Za-z0-9._/-]{1,256}$", var.event_bus.name)) && !startswith(var.event_bus.name, "aws.")
+    condition     = alltrue([for event_bus in [merge(local.event_bus_defaults, try({ for k, v in var.event_bus : k => v if v != null }, {}))] : event_bus.name == null ? true : can(regex("^[A-Za-z0-9._/-]{1,256}$", event_bus.name)) && !startswith(event_bus.name, "aws.")])
     error_message = "The event_bus.name must be 1 to 256 characters of letters, digits, dots, hyphens, underscores and slashes, and must not start with \"aws.\"."
   }
 
   validation {
-    condition     = !(var.event_bus.create && var.event_bus.name == "default")
+    condition     = alltrue([for event_bus in [merge(local.event_bus_defaults, try({ for k, v in var.event_bus : k => v if v != null }, {}))] : !(event_bus.create && event_bus.name == "default")])
     error_message = "The bus named \"default\" always exists: use event_bus = { create = false, name = \"default\" } to publish to it."
   }
+}
+
+locals {
+  # The attributes of var.event_bus and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  event_bus_defaults = {
+    create = true
+    name   = tostring(null)
+  }
+
+  # var.event_bus with its defaults, as object({ optional(...) }) gave it (an
+  # attribute set to null takes its default); the module reads this.
+  event_bus = merge(local.event_bus_defaults, try({ for k, v in var.event_bus : k => v if v != null }, {}))
 }
 
 ################################################################################
@@ -544,35 +566,57 @@ variable "publisher" {
     - `timeout_seconds`: 1 to 900, default 60.
     - `log_level`: DEBUG, INFO (default), WARNING or ERROR (env LOG_LEVEL).
     - `extra_layer_arns`: up to 4 more layer version ARNs, after the Powertools layer.
+    Any other attribute is refused at plan, naming it (publisher.<attribute>).
   EOT
-  type = object({
-    memory_size_mb   = optional(number, 256)
-    timeout_seconds  = optional(number, 60)
-    log_level        = optional(string, "INFO")
-    extra_layer_arns = optional(list(string), [])
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.publisher_defaults, and the module reads it through them
+  # (local.publisher, below). The other validations read it the same way, with
+  # its defaults (`for publisher in [...]`).
+  validation {
+    condition     = can(keys(var.publisher)) && length(setsubtract(try(keys(var.publisher), []), keys(local.publisher_defaults))) == 0
+    error_message = can(keys(var.publisher)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.publisher), keys(local.publisher_defaults)), []) : "publisher.${a}"])}: the publisher takes ${join(", ", keys(local.publisher_defaults))}." : "The publisher must be an object of ${join(", ", keys(local.publisher_defaults))}."
+  }
 
   validation {
-    condition     = var.publisher.memory_size_mb >= 128 && var.publisher.memory_size_mb <= 10240 && floor(var.publisher.memory_size_mb) == var.publisher.memory_size_mb
+    condition     = alltrue([for publisher in [merge(local.publisher_defaults, try({ for k, v in var.publisher : k => v if v != null }, {}))] : publisher.memory_size_mb >= 128 && publisher.memory_size_mb <= 10240 && floor(publisher.memory_size_mb) == publisher.memory_size_mb])
     error_message = "The publisher.memory_size_mb must be a whole number of MB from 128 to 10240."
   }
 
   validation {
-    condition     = var.publisher.timeout_seconds >= 1 && var.publisher.timeout_seconds <= 900 && floor(var.publisher.timeout_seconds) == var.publisher.timeout_seconds
+    condition     = alltrue([for publisher in [merge(local.publisher_defaults, try({ for k, v in var.publisher : k => v if v != null }, {}))] : publisher.timeout_seconds >= 1 && publisher.timeout_seconds <= 900 && floor(publisher.timeout_seconds) == publisher.timeout_seconds])
     error_message = "The publisher.timeout_seconds must be a whole number of seconds from 1 to 900."
   }
 
   validation {
-    condition     = contains(["DEBUG", "INFO", "WARNING", "ERROR"], var.publisher.log_level)
+    condition     = alltrue([for publisher in [merge(local.publisher_defaults, try({ for k, v in var.publisher : k => v if v != null }, {}))] : contains(["DEBUG", "INFO", "WARNING", "ERROR"], publisher.log_level)])
     error_message = "The publisher.log_level must be DEBUG, INFO, WARNING or ERROR."
   }
 
   validation {
-    condition     = length(var.publisher.extra_layer_arns) <= 4 && alltrue([for arn in var.publisher.extra_layer_arns : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$", arn))])
+    condition     = alltrue([for publisher in [merge(local.publisher_defaults, try({ for k, v in var.publisher : k => v if v != null }, {}))] : length(publisher.extra_layer_arns) <= 4 && alltrue([for arn in publisher.extra_layer_arns : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$", arn))])])
     error_message = "The publisher.extra_layer_arns must hold at most 4 layer version ARNs (arn:<partition>:lambda:<region>:<account>:layer:<name>:<version>); Lambda allows 5 layers including Powertools."
   }
+}
+
+locals {
+  # The attributes of var.publisher and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  publisher_defaults = {
+    memory_size_mb   = 256
+    timeout_seconds  = 60
+    log_level        = "INFO"
+    extra_layer_arns = []
+  }
+
+  # var.publisher with its defaults, as object({ optional(...) }) gave it (an
+  # attribute set to null takes its default); the module reads this.
+  publisher = merge(local.publisher_defaults, try({ for k, v in var.publisher : k => v if v != null }, {}))
 }
 
 variable "stream_mapping" {
@@ -672,24 +716,46 @@ variable "event_archive" {
       re-apply an event by accident; the cost is about $0.10 per GB archived).
     - `event_pattern`: which events to keep (JSON); null keeps every event on the bus. Set it
       on a bus other applications share, e.g. jsonencode({ source = ["orders"] }).
+    Any other attribute is refused at plan, naming it (event_archive.<attribute>).
   EOT
-  type = object({
-    enabled        = optional(bool, true)
-    retention_days = optional(number, 7)
-    event_pattern  = optional(string)
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.event_archive_defaults, and the module reads it through them
+  # (local.event_archive, below). The other validations read it the same way, with
+  # its defaults (`for event_archive in [...]`).
+  validation {
+    condition     = can(keys(var.event_archive)) && length(setsubtract(try(keys(var.event_archive), []), keys(local.event_archive_defaults))) == 0
+    error_message = can(keys(var.event_archive)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.event_archive), keys(local.event_archive_defaults)), []) : "event_archive.${a}"])}: the event_archive takes ${join(", ", keys(local.event_archive_defaults))}." : "The event_archive must be an object of ${join(", ", keys(local.event_archive_defaults))}."
+  }
 
   validation {
-    condition     = var.event_archive.retention_days >= 1 && var.event_archive.retention_days <= 365 && floor(var.event_archive.retention_days) == var.event_archive.retention_days
+    condition     = alltrue([for event_archive in [merge(local.event_archive_defaults, try({ for k, v in var.event_archive : k => v if v != null }, {}))] : event_archive.retention_days >= 1 && event_archive.retention_days <= 365 && floor(event_archive.retention_days) == event_archive.retention_days])
     error_message = "The event_archive.retention_days must be a whole number of days from 1 to 365 (0, keeping events forever, is not allowed: the consumers' idempotency records must outlive every archived event)."
   }
 
   validation {
-    condition     = var.event_archive.event_pattern == null ? true : try(length(keys(jsondecode(var.event_archive.event_pattern))) > 0, false)
+    condition     = alltrue([for event_archive in [merge(local.event_archive_defaults, try({ for k, v in var.event_archive : k => v if v != null }, {}))] : event_archive.event_pattern == null ? true : try(length(keys(jsondecode(event_archive.event_pattern))) > 0, false)])
     error_message = "The event_archive.event_pattern must be null or a non-empty JSON object, e.g. jsonencode({ source = [\"orders\"] })."
   }
+}
+
+locals {
+  # The attributes of var.event_archive and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  event_archive_defaults = {
+    enabled        = true
+    retention_days = 7
+    event_pattern  = tostring(null)
+  }
+
+  # var.event_archive with its defaults, as object({ optional(...) }) gave it (an
+  # attribute set to null takes its default); the module reads this.
+  event_archive = merge(local.event_archive_defaults, try({ for k, v in var.event_archive : k => v if v != null }, {}))
 }
 
 ################################################################################
@@ -705,12 +771,33 @@ variable "dashboard" {
     caller's toolkit function is drawn under Powertools `service` = its consumer key (what the
     toolkit uses when POWERTOOLS_SERVICE_NAME is unset).
     - `enabled`: default true.
+    Any other attribute is refused at plan, naming it (dashboard.<attribute>).
   EOT
-  type = object({
-    enabled = optional(bool, true)
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.dashboard_defaults, and the module reads it through them
+  # (local.dashboard, below).
+  validation {
+    condition     = can(keys(var.dashboard)) && length(setsubtract(try(keys(var.dashboard), []), keys(local.dashboard_defaults))) == 0
+    error_message = can(keys(var.dashboard)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.dashboard), keys(local.dashboard_defaults)), []) : "dashboard.${a}"])}: the dashboard takes ${join(", ", keys(local.dashboard_defaults))}." : "The dashboard must be an object of ${join(", ", keys(local.dashboard_defaults))}."
+  }
+}
+
+locals {
+  # The attributes of var.dashboard and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  dashboard_defaults = {
+    enabled = true
+  }
+
+  # var.dashboard with its defaults, as object({ optional(...) }) gave it (an
+  # attribute set to null takes its default); the module reads this.
+  dashboard = merge(local.dashboard_defaults, try({ for k, v in var.dashboard : k => v if v != null }, {}))
 }
 
 ################################################################################
@@ -1045,12 +1132,33 @@ variable "idempotency_table" {
       entries all expire (`expiration`), and losing them only lets an event redelivered within
       that window take effect again. Off by default so that `terraform destroy` works, also on a
       stack whose outbox table the module does not own; set true to protect it anyway.
+    Any other attribute is refused at plan, naming it (idempotency_table.<attribute>).
   EOT
-  type = object({
-    deletion_protection_enabled = optional(bool, false)
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.idempotency_table_defaults, and the module reads it through them
+  # (local.idempotency_table, below).
+  validation {
+    condition     = can(keys(var.idempotency_table)) && length(setsubtract(try(keys(var.idempotency_table), []), keys(local.idempotency_table_defaults))) == 0
+    error_message = can(keys(var.idempotency_table)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.idempotency_table), keys(local.idempotency_table_defaults)), []) : "idempotency_table.${a}"])}: the idempotency_table takes ${join(", ", keys(local.idempotency_table_defaults))}." : "The idempotency_table must be an object of ${join(", ", keys(local.idempotency_table_defaults))}."
+  }
+}
+
+locals {
+  # The attributes of var.idempotency_table and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  idempotency_table_defaults = {
+    deletion_protection_enabled = false
+  }
+
+  # var.idempotency_table with its defaults, as object({ optional(...) }) gave it (an
+  # attribute set to null takes its default); the module reads this.
+  idempotency_table = merge(local.idempotency_table_defaults, try({ for k, v in var.idempotency_table : k => v if v != null }, {}))
 }
 
 ################################################################################

@@ -228,6 +228,22 @@ CASES: dict[str, Case] = {
         ("Unknown attribute sweeper.max_item: the sweeper takes", "max_items"),
         name_consumers=False,
     ),
+    "misspelt_idempotency_table_attribute": Case(
+        "idempotency_table = { deletion_protection = true }",
+        (
+            "Unknown attribute idempotency_table.deletion_protection: the idempotency_table "
+            "takes deletion_protection_enabled.",
+        ),
+        name_consumers=False,
+    ),
+    "misspelt_event_archive_attribute": Case(
+        "event_archive = { retention_day = 30 }",
+        (
+            "Unknown attribute event_archive.retention_day: the event_archive takes",
+            "retention_days",
+        ),
+        name_consumers=False,
+    ),
     "alarm_action_not_an_arn": Case(
         'alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:ok", "oncall"] }',
         ('Malformed ARN in alarms.actions or alarms.ok_actions: "oncall".',),

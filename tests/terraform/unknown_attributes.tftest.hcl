@@ -164,6 +164,26 @@ run "misspelt_attributes_of_the_object_inputs_are_refused" {
   ]
 }
 
+run "misspelt_attributes_of_the_smaller_object_inputs_are_refused" {
+  command = plan
+
+  variables {
+    event_bus         = { nam = "orders" }
+    publisher         = { memory_size = 1024 }
+    event_archive     = { retention_day = 30 }
+    dashboard         = { enable = false }
+    idempotency_table = { deletion_protection = true }
+  }
+
+  expect_failures = [
+    var.event_bus,
+    var.publisher,
+    var.event_archive,
+    var.dashboard,
+    var.idempotency_table,
+  ]
+}
+
 run "misspelt_attribute_of_a_consumers_function_is_refused" {
   command = plan
 
@@ -240,6 +260,16 @@ run "every_known_attribute_is_accepted" {
       timeout_seconds     = 300
       log_level           = null
     }
+    event_bus = { create = true, name = null }
+    publisher = {
+      memory_size_mb   = 512
+      timeout_seconds  = 30
+      log_level        = "DEBUG"
+      extra_layer_arns = null
+    }
+    event_archive     = { enabled = true, retention_days = 30, event_pattern = null }
+    dashboard         = { enabled = false }
+    idempotency_table = { deletion_protection_enabled = true }
     consumers = {
       audit = {
         event_pattern                      = "{\"source\":[\"orders\"]}"
@@ -292,6 +322,11 @@ run "every_known_attribute_is_accepted" {
   assert {
     condition     = contains(keys(aws_iam_role_policy.consumer_caller_role), "billing") && !contains(keys(aws_lambda_function.consumer), "billing")
     error_message = "consumers: a null function.uses_toolkit must take the default (true) and a caller's function must be used."
+  }
+
+  assert {
+    condition     = aws_lambda_function.publisher.memory_size == 512 && aws_cloudwatch_event_archive.this[0].retention_days == 30 && aws_dynamodb_table.idempotency[0].deletion_protection_enabled && length(aws_cloudwatch_dashboard.this) == 0 && aws_cloudwatch_event_bus.this[0].name == "orders-outbox"
+    error_message = "publisher, event_archive, idempotency_table, dashboard and event_bus must be applied as given (a null name: var.name)."
   }
 
   assert {

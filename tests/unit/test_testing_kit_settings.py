@@ -28,18 +28,9 @@ def variable_block(name: str) -> str:
     return text[start : text.index("\nvariable ", start + 1)]
 
 
-def optional_defaults(block: str) -> dict[str, str | None]:
-    """``attribute = optional(type[, default])`` lines: the default's text, None without one."""
-    found: dict[str, str | None] = {}
-    for name, rest in re.findall(r"^\s*(\w+)\s*=\s*optional\((.*)\)\s*$", block, re.MULTILINE):
-        parts = rest.split(",", 1)
-        found[name] = parts[1].strip() if len(parts) == 2 else None
-    return found
-
-
 def local_defaults(block: str) -> dict[str, str | None]:
-    """The ``<input>_defaults = { attribute = default }`` local after an input checked
-    for unknown attributes (consumers, stream_mapping, ...): None for a (typed) null."""
+    """The ``<input>_defaults = { attribute = default }`` local after an object input
+    (consumers, stream_mapping, publisher, ...): the default's text, None for a (typed) null."""
     local = re.search(r"^  (\w+)_defaults = \{\n(.*?)^  \}", block, re.MULTILINE | re.DOTALL)
     assert local is not None, "no <input>_defaults local after the variable"
     found: dict[str, str | None] = {}
@@ -64,9 +55,7 @@ def kit_defaults(settings: object) -> dict[str, object]:
 def test_the_kits_defaults_are_the_modules(settings: type, variable: str) -> None:
     module = local_defaults(variable_block(variable))
     if variable == "stream_mapping":
-        module["timeout_seconds"] = optional_defaults(variable_block("publisher"))[
-            "timeout_seconds"
-        ]
+        module["timeout_seconds"] = local_defaults(variable_block("publisher"))["timeout_seconds"]
     for name, default in kit_defaults(settings).items():
         assert name in module, f"{name} is not an input of var.{variable}"
         expected = None if module[name] is None else int(str(module[name]))
