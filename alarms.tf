@@ -17,16 +17,16 @@ locals {
       "consumer_dlq_age",
       "consumer_errors",
       "consumer_untrusted_events",
-    ] : key => var.alarms.enabled && !contains(var.alarms.disabled, key)
+    ] : key => local.alarms.enabled && !contains(local.alarms.disabled, key)
   }
 
   # The sweeper reports OldestPendingAgeSeconds on every run. In a healthy outbox
   # an item is at most min age old when it becomes sweepable, plus one interval
   # until the next run picks it up.
   oldest_pending_threshold_seconds = (
-    var.alarms.oldest_pending_age_threshold_seconds != null
-    ? var.alarms.oldest_pending_age_threshold_seconds
-    : (local.sweeper_interval_seconds == null ? null : var.sweeper.min_age_seconds + local.sweeper_interval_seconds)
+    local.alarms.oldest_pending_age_threshold_seconds != null
+    ? local.alarms.oldest_pending_age_threshold_seconds
+    : (local.sweeper_interval_seconds == null ? null : local.sweeper.min_age_seconds + local.sweeper_interval_seconds)
   )
   # At least one run reports per period (missing data breaches): the schedule's
   # interval, or the threshold for a cron() schedule, in whole minutes; two
@@ -37,13 +37,13 @@ locals {
   # below), whether or not the alarm is on: the dashboard (dashboard.tf) draws them too.
   alarm_metrics = {
     publisher_iterator_age = {
-      description        = "The publisher ${local.publisher_name} is falling behind its stream: the age of the newest record it read exceeds ${var.alarms.publisher_iterator_age_threshold_ms} ms. Stream records are trimmed after 24 hours (the sweeper then re-publishes the items)."
+      description        = "The publisher ${local.publisher_name} is falling behind its stream: the age of the newest record it read exceeds ${local.alarms.publisher_iterator_age_threshold_ms} ms. Stream records are trimmed after 24 hours (the sweeper then re-publishes the items)."
       namespace          = "AWS/Lambda"
       metric_name        = "IteratorAge"
       statistic          = "Maximum"
       dimensions         = tomap({ FunctionName = aws_lambda_function.publisher.function_name })
-      threshold          = var.alarms.publisher_iterator_age_threshold_ms
-      period             = var.alarms.period_seconds
+      threshold          = local.alarms.publisher_iterator_age_threshold_ms
+      period             = local.alarms.period_seconds
       evaluation_periods = 1
       treat_missing_data = "notBreaching"
     }
@@ -53,8 +53,8 @@ locals {
       metric_name        = "Errors"
       statistic          = "Sum"
       dimensions         = tomap({ FunctionName = aws_lambda_function.publisher.function_name })
-      threshold          = var.alarms.publisher_errors_threshold
-      period             = var.alarms.period_seconds
+      threshold          = local.alarms.publisher_errors_threshold
+      period             = local.alarms.period_seconds
       evaluation_periods = 1
       treat_missing_data = "notBreaching"
     }
@@ -64,8 +64,8 @@ locals {
       metric_name        = "Errors"
       statistic          = "Sum"
       dimensions         = tomap({ FunctionName = try(aws_lambda_function.sweeper[0].function_name, "") })
-      threshold          = var.alarms.sweeper_errors_threshold
-      period             = var.alarms.period_seconds
+      threshold          = local.alarms.sweeper_errors_threshold
+      period             = local.alarms.period_seconds
       evaluation_periods = 1
       treat_missing_data = "notBreaching"
     }
@@ -76,7 +76,7 @@ locals {
       statistic          = "Maximum"
       dimensions         = tomap({ QueueName = aws_sqs_queue.on_failure.name })
       threshold          = 0
-      period             = var.alarms.period_seconds
+      period             = local.alarms.period_seconds
       evaluation_periods = 1
       treat_missing_data = "notBreaching"
     }
@@ -87,7 +87,7 @@ locals {
       statistic          = "Maximum"
       dimensions         = tomap({ QueueName = try(aws_sqs_queue.event_bus_dlq[0].name, "") })
       threshold          = 0
-      period             = var.alarms.period_seconds
+      period             = local.alarms.period_seconds
       evaluation_periods = 1
       treat_missing_data = "notBreaching"
     }
@@ -129,7 +129,7 @@ locals {
       statistic          = "Sum"
       dimensions         = local.event_bus_name == "default" ? tomap({ RuleName = rule.name }) : tomap({ EventBusName = local.event_bus_name, RuleName = rule.name })
       threshold          = 0
-      period             = var.alarms.period_seconds
+      period             = local.alarms.period_seconds
       evaluation_periods = 1
       treat_missing_data = "notBreaching"
     }
@@ -139,13 +139,13 @@ locals {
     {
       for key, dlq in aws_sqs_queue.consumer_dlq : "consumer_dlq_depth/${key}" => {
         name               = "${local.consumer_names[key]}-dlq-depth"
-        description        = "Events for the ${key} consumer of ${var.name} are in its DLQ ${dlq.name}: its function failed them ${var.consumers[key].max_receive_count} times, or they could not be delivered. Fix the cause, then move them back to the queue."
+        description        = "Events for the ${key} consumer of ${var.name} are in its DLQ ${dlq.name}: its function failed them ${local.consumers[key].max_receive_count} times, or they could not be delivered. Fix the cause, then move them back to the queue."
         namespace          = "AWS/SQS"
         metric_name        = "ApproximateNumberOfMessagesVisible"
         statistic          = "Maximum"
         dimensions         = tomap({ QueueName = dlq.name })
         threshold          = 0
-        period             = var.alarms.period_seconds
+        period             = local.alarms.period_seconds
         evaluation_periods = 1
         treat_missing_data = "notBreaching"
       }
@@ -159,7 +159,7 @@ locals {
         statistic          = "Maximum"
         dimensions         = tomap({ QueueName = dlq.name })
         threshold          = module.windows.consumer_dlq_age_threshold_seconds[key]
-        period             = var.alarms.period_seconds
+        period             = local.alarms.period_seconds
         evaluation_periods = 1
         treat_missing_data = "notBreaching"
       }
@@ -171,7 +171,7 @@ locals {
   # messages as partial batch failures, which are not Errors; an error is the
   # whole batch back on the queue (the DLQ alarms fire only receives later).
   consumer_function_metrics = {
-    for key, c in var.consumers : "consumer_errors/${key}" => {
+    for key, c in local.consumers : "consumer_errors/${key}" => {
       name               = "${local.consumer_names[key]}-errors"
       description        = "The function consuming the ${key} queue of ${var.name} failed invocations (errors, timeouts): the whole batch goes back to ${local.consumer_names[key]} and, after ${c.max_receive_count} receives, to its DLQ."
       namespace          = "AWS/Lambda"
@@ -179,7 +179,7 @@ locals {
       statistic          = "Sum"
       dimensions         = tomap({ FunctionName = c.function == null ? aws_lambda_function.consumer[key].function_name : split(":", c.function.arn)[6] })
       threshold          = 0
-      period             = var.alarms.period_seconds
+      period             = local.alarms.period_seconds
       evaluation_periods = 1
       treat_missing_data = "notBreaching"
     }
@@ -197,7 +197,7 @@ locals {
       statistic          = "Sum"
       dimensions         = tomap({ service = aws_lambda_function.consumer[key].environment[0].variables["POWERTOOLS_SERVICE_NAME"] })
       threshold          = 0
-      period             = var.alarms.period_seconds
+      period             = local.alarms.period_seconds
       evaluation_periods = 1
       treat_missing_data = "notBreaching"
     }
@@ -226,7 +226,7 @@ locals {
 # change events), so a warning at every plan rather than a validation.
 check "alarms_notify_someone" {
   assert {
-    condition     = !anytrue(values(local.alarm_enabled)) || length(var.alarms.actions) > 0
+    condition     = !anytrue(values(local.alarm_enabled)) || length(local.alarms.actions) > 0
     error_message = "alarms.actions is empty: the outbox's alarms (stream falling behind, quarantined events, messages in a DLQ, ...) will change state without notifying anyone. Set alarms.actions to an SNS topic ARN (and ok_actions if you want the all-clear), or alarms.enabled = false if you alarm on these metrics elsewhere."
   }
 }
@@ -256,16 +256,16 @@ resource "aws_cloudwatch_metric_alarm" "this" {
   datapoints_to_alarm = each.value.evaluation_periods
   treat_missing_data  = each.value.treat_missing_data
 
-  alarm_actions = var.alarms.actions
-  ok_actions    = var.alarms.ok_actions
+  alarm_actions = local.alarms.actions
+  ok_actions    = local.alarms.ok_actions
 
   tags = local.tags
 
   lifecycle {
     # The DLQ-age alarm must fire while SQS still keeps the message (docs/seams.md, Windows).
     precondition {
-      condition     = !startswith(each.key, "consumer_dlq_age/") || try(module.windows.consumer_dlq_age_threshold_seconds[split("/", each.key)[1]] + var.alarms.period_seconds < module.windows.dlq_life_after_move_seconds[split("/", each.key)[1]] || module.windows.dlq_life_after_move_seconds[split("/", each.key)[1]] == 0, true)
-      error_message = "The DLQ-age alarm of consumer ${try(split("/", each.key)[1], "")} (threshold ${each.value.threshold} s, plus alarms.period_seconds ${var.alarms.period_seconds} s before it fires) does not fire before SQS deletes a message from its DLQ: a message moved there after waiting its queue's message_retention_seconds (${try(var.consumers[split("/", each.key)[1]].message_retention_seconds, "")}) is kept ${try(module.windows.dlq_life_after_move_seconds[split("/", each.key)[1]], "")} s more (a standard DLQ counts retention from the first enqueue). Lower alarms.consumer_dlq_age_threshold_seconds (or leave it null to derive it), alarms.period_seconds, or the queue's message_retention_seconds (docs/seams.md, Windows)."
+      condition     = !startswith(each.key, "consumer_dlq_age/") || try(module.windows.consumer_dlq_age_threshold_seconds[split("/", each.key)[1]] + local.alarms.period_seconds < module.windows.dlq_life_after_move_seconds[split("/", each.key)[1]] || module.windows.dlq_life_after_move_seconds[split("/", each.key)[1]] == 0, true)
+      error_message = "The DLQ-age alarm of consumer ${try(split("/", each.key)[1], "")} (threshold ${each.value.threshold} s, plus alarms.period_seconds ${local.alarms.period_seconds} s before it fires) does not fire before SQS deletes a message from its DLQ: a message moved there after waiting its queue's message_retention_seconds (${try(local.consumers[split("/", each.key)[1]].message_retention_seconds, "")}) is kept ${try(module.windows.dlq_life_after_move_seconds[split("/", each.key)[1]], "")} s more (a standard DLQ counts retention from the first enqueue). Lower alarms.consumer_dlq_age_threshold_seconds (or leave it null to derive it), alarms.period_seconds, or the queue's message_retention_seconds (docs/seams.md, Windows)."
     }
     precondition {
       condition     = each.key != "oldest_pending_item" || local.oldest_pending_threshold_seconds != null
@@ -302,7 +302,7 @@ resource "aws_cloudwatch_metric_alarm" "quarantined_events" {
         namespace   = local.metrics_namespace
         metric_name = "QuarantinedEvents"
         stat        = "Sum"
-        period      = var.alarms.period_seconds
+        period      = local.alarms.period_seconds
         dimensions  = { service = metric_query.value }
       }
     }
@@ -314,8 +314,8 @@ resource "aws_cloudwatch_metric_alarm" "quarantined_events" {
   datapoints_to_alarm = 1
   treat_missing_data  = "notBreaching"
 
-  alarm_actions = var.alarms.actions
-  ok_actions    = var.alarms.ok_actions
+  alarm_actions = local.alarms.actions
+  ok_actions    = local.alarms.ok_actions
 
   tags = local.tags
 }

@@ -5,7 +5,7 @@
 locals {
   # The module's bus gets a DLQ of its own (below); an existing bus keeps whatever
   # its owner configured, and publish_to = "sns" has no bus.
-  create_event_bus     = !local.publish_to_sns && var.event_bus.create
+  create_event_bus     = !local.publish_to_sns && local.event_bus.create
   create_event_bus_dlq = local.create_event_bus
   # 14 days, the SQS maximum (modules/windows): a window term when the bus has a customer key.
   event_bus_dlq_retention_seconds = module.windows.dlq_retention_seconds
@@ -173,21 +173,21 @@ resource "aws_sqs_queue" "event_bus_dlq" {
 # publisher failing at run time (PutEvents to a missing bus fails per entry).
 # Its DLQ is its owner's to set (docs/kms.md).
 data "aws_cloudwatch_event_bus" "existing" {
-  count = !local.publish_to_sns && !var.event_bus.create ? 1 : 0
+  count = !local.publish_to_sns && !local.event_bus.create ? 1 : 0
 
-  name = var.event_bus.name
+  name = local.event_bus.name
 }
 
 locals {
   # null when publish_to = "sns".
   event_bus_arn = (
     local.publish_to_sns ? null
-    : var.event_bus.create ? aws_cloudwatch_event_bus.this[0].arn : data.aws_cloudwatch_event_bus.existing[0].arn
+    : local.event_bus.create ? aws_cloudwatch_event_bus.this[0].arn : data.aws_cloudwatch_event_bus.existing[0].arn
   )
   # The created bus's name, through the resource, so that rules wait for the bus.
   event_bus_ref_name = (
     local.publish_to_sns ? null
-    : var.event_bus.create ? aws_cloudwatch_event_bus.this[0].name : local.event_bus_name
+    : local.event_bus.create ? aws_cloudwatch_event_bus.this[0].name : local.event_bus_name
   )
 }
 
@@ -198,7 +198,7 @@ locals {
 locals {
   # Only on the bus the publisher uses (publish_to = "sns" has none): see
   # docs/decisions.md for the retention default and its cost.
-  create_event_archive = !local.publish_to_sns && var.event_archive.enabled
+  create_event_archive = !local.publish_to_sns && local.event_archive.enabled
   event_archive_name   = var.name
 }
 
@@ -209,8 +209,8 @@ resource "aws_cloudwatch_event_archive" "this" {
   count = local.create_event_archive ? 1 : 0
 
   name             = local.event_archive_name
-  description      = "Events of the ${var.name} outbox, kept ${var.event_archive.retention_days} days for replay to one consumer (outbox-ops replay)."
+  description      = "Events of the ${var.name} outbox, kept ${local.event_archive.retention_days} days for replay to one consumer (outbox-ops replay)."
   event_source_arn = local.event_bus_arn
-  event_pattern    = var.event_archive.event_pattern
-  retention_days   = var.event_archive.retention_days
+  event_pattern    = local.event_archive.event_pattern
+  retention_days   = local.event_archive.retention_days
 }

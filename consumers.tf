@@ -8,16 +8,16 @@ locals {
   # The functions the module deploys (the reference consumer) and the callers' own.
   # Decided by `function == null`, which is known at plan even when the caller's
   # function ARN is not (a function created in the same apply).
-  module_consumers      = { for key, c in var.consumers : key => c if c.function == null }
-  caller_consumers      = { for key, c in var.consumers : key => c if c.function != null }
+  module_consumers      = { for key, c in local.consumers : key => c if c.function == null }
+  caller_consumers      = { for key, c in local.consumers : key => c if c.function != null }
   caller_role_consumers = { for key, c in local.caller_consumers : key => c if c.function.role_name != null }
 
   # Consumers that keep idempotency records (the reference consumer always does).
-  toolkit_consumer_keys    = toset([for key, c in var.consumers : key if c.function == null ? true : c.function.uses_toolkit])
+  toolkit_consumer_keys    = toset([for key, c in local.consumers : key if c.function == null ? true : c.function.uses_toolkit])
   create_idempotency_table = length(local.toolkit_consumer_keys) > 0
 
   consumer_visibility_timeout_seconds = {
-    for key, c in var.consumers : key => c.visibility_timeout_seconds != null ? c.visibility_timeout_seconds : 6 * c.function_timeout_seconds
+    for key, c in local.consumers : key => c.visibility_timeout_seconds != null ? c.visibility_timeout_seconds : 6 * c.function_timeout_seconds
   }
 
   # How long an event id is remembered, and when the DLQ-age alarm fires: both
@@ -28,7 +28,7 @@ locals {
   # The toolkit's settings (dynamodb_outbox.settings names them), for the
   # reference consumer and, through the `consumers` output, a caller's function.
   consumer_toolkit_environment = {
-    for key in keys(var.consumers) : key => merge({
+    for key in keys(local.consumers) : key => merge({
       OUTBOX_CONSUMER_NAME                     = key
       OUTBOX_IDEMPOTENCY_TABLE                 = local.idempotency_table_name
       OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = tostring(local.consumer_idempotency_expires_after_seconds[key])
@@ -52,11 +52,11 @@ locals {
   # pending), and every role policy would show as changing.
   consumer_log_group_arns = { for key, name in local.consumer_names : key => "${local.arn_prefix}:logs:${local.arn_region_account}:log-group:/aws/lambda/${name}" }
 
-  # Where each consumer's events come from: its rule, or the topic (var.consumers
+  # Where each consumer's events come from: its rule, or the topic (local.consumers
   # validates that each has the pattern or filter policy publish_to needs).
   # A retired consumer has neither: its queue only drains (variables.tf).
-  consumer_rules         = local.publish_to_sns ? {} : { for key, c in var.consumers : key => c if c.event_pattern != null && !c.retired }
-  consumer_subscriptions = local.publish_to_sns ? { for key, c in var.consumers : key => c if c.filter_policy != null && !c.retired } : {}
+  consumer_rules         = local.publish_to_sns ? {} : { for key, c in local.consumers : key => c if c.event_pattern != null && !c.retired }
+  consumer_subscriptions = local.publish_to_sns ? { for key, c in local.consumers : key => c if c.filter_policy != null && !c.retired } : {}
 
   consumer_source_service = local.publish_to_sns ? "sns.amazonaws.com" : "events.amazonaws.com"
   consumer_source_arns = merge(
@@ -99,7 +99,7 @@ resource "aws_dynamodb_table" "idempotency" {
     kms_key_arn = var.kms_key_arn
   }
 
-  deletion_protection_enabled = var.idempotency_table.deletion_protection_enabled
+  deletion_protection_enabled = local.idempotency_table.deletion_protection_enabled
 
   tags = local.tags
 
@@ -226,13 +226,13 @@ module "windows" {
 
   publish_to = var.publish_to
   consumers = {
-    for key, c in var.consumers : key => {
+    for key, c in local.consumers : key => {
       message_retention_seconds         = c.message_retention_seconds
       maximum_event_age_in_seconds      = c.maximum_event_age_in_seconds
       idempotency_expires_after_seconds = c.idempotency_expires_after_seconds
     }
   }
-  archive_retention_days = local.create_event_archive ? var.event_archive.retention_days : 0
+  archive_retention_days = local.create_event_archive ? local.event_archive.retention_days : 0
   # The bus's DLQ receives events only when the bus has a customer key.
   bus_dlq_retention_seconds = local.create_event_bus_dlq && var.kms_key_arn != null ? local.event_bus_dlq_retention_seconds : 0
   # The sweeper re-publishes an item as long as it stays pending; the
@@ -240,8 +240,8 @@ module "windows" {
   # interval to derive it from: the threshold is then required
   # (aws_scheduler_schedule.sweeper's precondition), alarm or not.
   sweeper_republish_seconds          = local.sweeper_enabled ? coalesce(local.oldest_pending_threshold_seconds, 0) : 0
-  alarm_period_seconds               = var.alarms.period_seconds
-  consumer_dlq_age_threshold_seconds = var.alarms.consumer_dlq_age_threshold_seconds
+  alarm_period_seconds               = local.alarms.period_seconds
+  consumer_dlq_age_threshold_seconds = local.alarms.consumer_dlq_age_threshold_seconds
 }
 
 ################################################################################
@@ -259,7 +259,7 @@ module "windows" {
 # subscription's, must be FIFO too), deduplicating by the event id the publisher
 # sets as MessageDeduplicationId rather than by content.
 resource "aws_sqs_queue" "consumer_dlq" {
-  for_each = var.consumers
+  for_each = local.consumers
 
   name                      = local.consumer_dlq_names[each.key]
   message_retention_seconds = module.windows.dlq_retention_seconds
@@ -295,7 +295,7 @@ resource "aws_sqs_queue" "consumer_dlq" {
 }
 
 resource "aws_sqs_queue" "consumer" {
-  for_each = var.consumers
+  for_each = local.consumers
 
   name                       = local.consumer_queue_names[each.key]
   visibility_timeout_seconds = local.consumer_visibility_timeout_seconds[each.key]
@@ -371,7 +371,7 @@ resource "aws_cloudwatch_event_target" "consumer" {
 # has a customer key, and keep idempotency records under its own key prefixes.
 # Built from ARNs known at plan, so `required_policy_json` is too.
 data "aws_iam_policy_document" "consumer" {
-  for_each = var.consumers
+  for_each = local.consumers
 
   statement {
     sid = "ConsumeQueue"
@@ -606,12 +606,12 @@ resource "aws_lambda_function" "consumer" {
 ################################################################################
 
 resource "aws_lambda_event_source_mapping" "consumer" {
-  for_each = var.consumers
+  for_each = local.consumers
 
   event_source_arn = aws_sqs_queue.consumer[each.key].arn
   function_name    = each.value.function == null ? aws_lambda_function.consumer[each.key].arn : each.value.function.arn
 
-  # On a FIFO queue at most 10 and no window (var.consumers validates both).
+  # On a FIFO queue at most 10 and no window (local.consumers validates both).
   batch_size                         = each.value.batch_size
   maximum_batching_window_in_seconds = each.value.maximum_batching_window_in_seconds
 

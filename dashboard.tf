@@ -11,7 +11,7 @@ locals {
   publisher_service = aws_lambda_function.publisher.environment[0].variables["POWERTOOLS_SERVICE_NAME"]
   sweeper_service   = try(aws_lambda_function.sweeper[0].environment[0].variables["POWERTOOLS_SERVICE_NAME"], "")
   consumer_services = {
-    for key, c in var.consumers : key => c.function == null ? aws_lambda_function.consumer[key].environment[0].variables["POWERTOOLS_SERVICE_NAME"] : key
+    for key, c in local.consumers : key => c.function == null ? aws_lambda_function.consumer[key].environment[0].variables["POWERTOOLS_SERVICE_NAME"] : key
   }
 
   # A metric the module emits (lambda/dynamodb_outbox: publisher, sweeper and
@@ -69,7 +69,7 @@ locals {
       },
     ],
     ], [
-    for key in keys(var.consumers) : [
+    for key in keys(local.consumers) : [
       {
         title  = "${key}: processed / failed / duplicates"
         exists = contains(local.toolkit_consumer_keys, key)
@@ -113,7 +113,7 @@ locals {
           region  = local.region_name
           view    = "timeSeries"
           stacked = false
-          period  = var.alarms.period_seconds
+          period  = local.alarms.period_seconds
           # [namespace, metric name, dimension name, value, ..., options]
           metrics = [
             for metric in widget.metrics : concat(
@@ -138,7 +138,7 @@ locals {
 ################################################################################
 
 resource "aws_cloudwatch_dashboard" "this" {
-  count = var.dashboard.enabled ? 1 : 0
+  count = local.dashboard.enabled ? 1 : 0
 
   dashboard_name = local.dashboard_name
   dashboard_body = jsonencode({ widgets = local.dashboard_widgets })

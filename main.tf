@@ -52,8 +52,8 @@ locals {
   # alarms) extend one list. `var.name` has at most 40 characters: the longest name
   # below is 61 characters (SQS allows 80), the Lambda function and IAM role names
   # are at most 57 (limit 64; EventBridge Scheduler schedule names too).
-  table_name               = coalesce(var.table.name, var.name)
-  event_bus_name           = coalesce(var.event_bus.name, var.name)
+  table_name               = coalesce(local.table.name, var.name)
+  event_bus_name           = coalesce(local.event_bus.name, var.name)
   event_bus_dlq_name       = "${var.name}-event-bus-dlq"
   publisher_name           = "${var.name}-publisher"
   publisher_log_group_name = "/aws/lambda/${local.publisher_name}"
@@ -73,7 +73,7 @@ locals {
   # Per consumer key: queue, rule, function, role and log group "<name>-<key>-consumer",
   # DLQ "<name>-<key>-consumer-dlq". The suffix keeps keys clear of the publisher's and
   # sweeper's names and of another key's DLQ; at most 64 characters (checked on the queue).
-  consumer_names = { for key in keys(var.consumers) : key => "${var.name}-${key}-consumer" }
+  consumer_names = { for key in keys(local.consumers) : key => "${var.name}-${key}-consumer" }
   # The queues' names: the same, with ".fifo" on the ordered path (at most 73 of SQS's 80).
   consumer_queue_names = { for key, name in local.consumer_names : key => "${name}${local.fifo_suffix}" }
   consumer_dlq_names   = { for key, name in local.consumer_names : key => "${name}-dlq${local.fifo_suffix}" }
@@ -103,8 +103,8 @@ locals {
   # entity writes, quarantine updates and deletes of published items never reach
   # the publisher.
   outbox_sort_key_prefix = "OUTBOX#"
-  partition_key          = var.table.partition_key
-  sort_key               = var.table.sort_key
+  partition_key          = local.table.partition_key
+  sort_key               = local.table.sort_key
 
   stream_filter_pattern = jsonencode({
     eventName = ["INSERT"]
@@ -181,7 +181,7 @@ locals {
   powertools_layer_arn = var.powertools_layer_arn == null ? local.default_powertools_layer_arn : var.powertools_layer_arn
 
   # The layers of the module's own functions, publisher and sweeper.
-  function_layers = compact(concat([local.powertools_layer_arn], var.publisher.extra_layer_arns))
+  function_layers = compact(concat([local.powertools_layer_arn], local.publisher.extra_layer_arns))
 }
 
 ################################################################################
@@ -243,14 +243,14 @@ locals {
     # An existing table or bus is recorded by name too: moving to another one
     # strands the old table's pending items, or deletes the rules on the old bus
     # (a rule's event_bus_name forces a new rule) while events may still go there.
-    table                        = var.table.create ? "${local.table_name} (${local.partition_key}, ${local.sort_key})" : "${local.table_name} (existing)"
-    stream_view_type             = var.table.stream_view_type
+    table                        = local.table.create ? "${local.table_name} (${local.partition_key}, ${local.sort_key})" : "${local.table_name} (existing)"
+    stream_view_type             = local.table.stream_view_type
     event_bus                    = local.publish_to_sns ? "none" : local.create_event_bus ? local.event_bus_name : "${local.event_bus_name} (existing)"
     event_archive                = local.create_event_archive
-    event_archive_retention_days = local.create_event_archive ? var.event_archive.retention_days : 0
+    event_archive_retention_days = local.create_event_archive ? local.event_archive.retention_days : 0
     idempotency_table            = local.create_idempotency_table
     consumers = {
-      for key, c in var.consumers : key => {
+      for key, c in local.consumers : key => {
         message_retention_seconds = c.message_retention_seconds
       }
     }
@@ -261,7 +261,7 @@ module "live_changes" {
   source = "./modules/live-changes"
 
   shape        = local.live_shape
-  sweeper      = var.sweeper.enabled
+  sweeper      = local.sweeper.enabled
   acknowledged = var.acknowledged_changes
   now          = plantimestamp()
 }

@@ -143,7 +143,7 @@ output "consumers" {
       you do not pass `function.role_name`.
   EOT
   value = {
-    for key, c in var.consumers : key => {
+    for key, c in local.consumers : key => {
       queue_url                         = aws_sqs_queue.consumer[key].url
       queue_arn                         = aws_sqs_queue.consumer[key].arn
       dlq_url                           = aws_sqs_queue.consumer_dlq[key].url

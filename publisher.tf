@@ -257,8 +257,8 @@ resource "aws_lambda_function" "publisher" {
   handler          = local.publisher_handler
   runtime          = var.lambda_runtime
   architectures    = [var.lambda_architecture]
-  memory_size      = var.publisher.memory_size_mb
-  timeout          = var.publisher.timeout_seconds
+  memory_size      = local.publisher.memory_size_mb
+  timeout          = local.publisher.timeout_seconds
   layers           = local.function_layers
 
   # The environment (names and ARNs, no secrets) is encrypted with the module's
@@ -285,7 +285,7 @@ resource "aws_lambda_function" "publisher" {
       OUTBOX_SWEEPER_ENABLED       = tostring(local.sweeper_enabled)
       POWERTOOLS_SERVICE_NAME      = var.name
       POWERTOOLS_METRICS_NAMESPACE = local.metrics_namespace
-      LOG_LEVEL                    = var.publisher.log_level
+      LOG_LEVEL                    = local.publisher.log_level
     })
   }
 
@@ -327,23 +327,23 @@ resource "aws_lambda_event_source_mapping" "publisher" {
   # would be given the planned, old ARN. docs/live-changes.md says apply twice.
   event_source_arn = local.table_stream_arn
   function_name    = aws_lambda_function.publisher.function_name
-  enabled          = var.stream_mapping.enabled
+  enabled          = local.stream_mapping.enabled
 
   # Not an input: with LATEST, records written while the mapping is being created
   # or re-created are never read, and for an outbox that is silent event loss.
   starting_position = "TRIM_HORIZON"
 
-  batch_size                         = var.stream_mapping.batch_size
-  maximum_batching_window_in_seconds = var.stream_mapping.maximum_batching_window_in_seconds
-  parallelization_factor             = var.stream_mapping.parallelization_factor
+  batch_size                         = local.stream_mapping.batch_size
+  maximum_batching_window_in_seconds = local.stream_mapping.maximum_batching_window_in_seconds
+  parallelization_factor             = local.stream_mapping.parallelization_factor
 
   # The handler returns the first failed record's sequence number; bisecting
   # isolates a failing record; bounded retries and age keep one record from
   # blocking its shard, and what is given up on is recorded on the queue.
   function_response_types        = ["ReportBatchItemFailures"]
   bisect_batch_on_function_error = true
-  maximum_retry_attempts         = var.stream_mapping.maximum_retry_attempts
-  maximum_record_age_in_seconds  = var.stream_mapping.maximum_record_age_in_seconds
+  maximum_retry_attempts         = local.stream_mapping.maximum_retry_attempts
+  maximum_record_age_in_seconds  = local.stream_mapping.maximum_record_age_in_seconds
 
   filter_criteria {
     filter {

@@ -34,7 +34,7 @@ locals {
   # of its own). Terraform has no recursion: four levels are read, and a
   # policy nested deeper is refused with its own message.
   consumer_filter_policies = {
-    for key, c in var.consumers : key => try(jsondecode(c.filter_policy), {}) if c.filter_policy != null
+    for key, c in local.consumers : key => try(jsondecode(c.filter_policy), {}) if c.filter_policy != null
   }
   consumer_filter_policy_levels = {
     for key, policy in local.consumer_filter_policies : key => [
@@ -70,12 +70,12 @@ locals {
     OUTBOX_CONSUMER_TOPIC_ARN = aws_sns_topic.this[0].arn
     } : {
     OUTBOX_CONSUMER_TRANSPORT     = "eventbridge"
-    OUTBOX_CONSUMER_EVENT_BUS_ARN = var.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
+    OUTBOX_CONSUMER_EVENT_BUS_ARN = local.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
   }
 
   # The idempotency window a caller's own consumer function can take (the
   # consumer_environment output): the longest any consumer can need, whatever
-  # its settings, read from nothing in var.consumers (which holds that
+  # its settings, read from nothing in local.consumers (which holds that
   # function's ARN: anything derived from it would make a cycle).
   consumer_window_environment = {
     OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS = tostring(module.windows.idempotency_bound_seconds)

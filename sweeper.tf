@@ -3,11 +3,11 @@
 ################################################################################
 
 locals {
-  sweeper_enabled = var.sweeper.enabled
+  sweeper_enabled = local.sweeper.enabled
 
   # The schedule's interval in seconds for rate() expressions, null for cron():
   # the oldest-pending alarm derives its threshold and period from it.
-  sweeper_rate = try(regex("^rate\\(([0-9]+) (minute|hour|day)s?\\)$", var.sweeper.schedule_expression), null)
+  sweeper_rate = try(regex("^rate\\(([0-9]+) (minute|hour|day)s?\\)$", local.sweeper.schedule_expression), null)
   sweeper_interval_seconds = (
     local.sweeper_rate == null
     ? null
@@ -228,7 +228,7 @@ resource "aws_lambda_function" "sweeper" {
   count = local.sweeper_enabled ? 1 : 0
 
   function_name = local.sweeper_name
-  description   = "Re-publishes outbox items of ${local.table_name} still pending after ${var.sweeper.min_age_seconds} s."
+  description   = "Re-publishes outbox items of ${local.table_name} still pending after ${local.sweeper.min_age_seconds} s."
   role          = aws_iam_role.sweeper[0].arn
 
   # The publisher's package, runtime, architecture and layers.
@@ -237,8 +237,8 @@ resource "aws_lambda_function" "sweeper" {
   handler          = local.sweeper_handler
   runtime          = var.lambda_runtime
   architectures    = [var.lambda_architecture]
-  memory_size      = var.sweeper.memory_size_mb
-  timeout          = var.sweeper.timeout_seconds
+  memory_size      = local.sweeper.memory_size_mb
+  timeout          = local.sweeper.timeout_seconds
   layers           = local.function_layers
 
   # As the publisher's: the module's key when given.
@@ -263,13 +263,13 @@ resource "aws_lambda_function" "sweeper" {
     variables = merge(local.publish_sink_environment, local.table_keys_environment, {
       OUTBOX_TABLE_NAME              = local.table_name
       OUTBOX_PENDING_INDEX           = local.pending_index_name
-      OUTBOX_SWEEPER_MIN_AGE_SECONDS = tostring(var.sweeper.min_age_seconds)
-      OUTBOX_SWEEPER_MAX_ITEMS       = tostring(var.sweeper.max_items)
+      OUTBOX_SWEEPER_MIN_AGE_SECONDS = tostring(local.sweeper.min_age_seconds)
+      OUTBOX_SWEEPER_MAX_ITEMS       = tostring(local.sweeper.max_items)
       # Its own service name, so its metrics (QuarantinedEvents, ...) are told
       # apart from the publisher's.
       POWERTOOLS_SERVICE_NAME      = local.sweeper_name
       POWERTOOLS_METRICS_NAMESPACE = local.metrics_namespace
-      LOG_LEVEL                    = var.sweeper.log_level
+      LOG_LEVEL                    = local.sweeper.log_level
     })
   }
 
@@ -375,7 +375,7 @@ resource "aws_scheduler_schedule" "sweeper" {
   group_name  = local.sweeper_schedule_group
   state       = "ENABLED"
 
-  schedule_expression          = var.sweeper.schedule_expression
+  schedule_expression          = local.sweeper.schedule_expression
   schedule_expression_timezone = "UTC"
 
   flexible_time_window {
@@ -402,7 +402,7 @@ resource "aws_scheduler_schedule" "sweeper" {
     # it from, with or without the oldest_pending_item alarm.
     precondition {
       condition     = local.oldest_pending_threshold_seconds != null
-      error_message = "With a cron() sweeper schedule (${var.sweeper.schedule_expression}), set alarms.oldest_pending_age_threshold_seconds: sweeper.min_age_seconds plus the longest gap between runs. The sweeper re-publishes an item as long as it stays pending, and the consumers' idempotency window is derived from that bound (docs/seams.md, Windows), even with oldest_pending_item in alarms.disabled."
+      error_message = "With a cron() sweeper schedule (${local.sweeper.schedule_expression}), set alarms.oldest_pending_age_threshold_seconds: sweeper.min_age_seconds plus the longest gap between runs. The sweeper re-publishes an item as long as it stays pending, and the consumers' idempotency window is derived from that bound (docs/seams.md, Windows), even with oldest_pending_item in alarms.disabled."
     }
   }
 

@@ -4,12 +4,12 @@
 
 resource "aws_dynamodb_table" "this" {
   #checkov:skip=CKV2_AWS_16: capacity is the caller's: PAY_PER_REQUEST by default; with PROVISIONED, Application Auto Scaling targets belong with the caller's capacity planning
-  count = var.table.create ? 1 : 0
+  count = local.table.create ? 1 : 0
 
   name           = local.table_name
-  billing_mode   = var.table.billing_mode
-  read_capacity  = var.table.read_capacity
-  write_capacity = var.table.write_capacity
+  billing_mode   = local.table.billing_mode
+  read_capacity  = local.table.read_capacity
+  write_capacity = local.table.write_capacity
   hash_key       = local.partition_key
   range_key      = local.sort_key
 
@@ -36,12 +36,12 @@ resource "aws_dynamodb_table" "this" {
     hash_key        = local.pending_index_hash_key
     range_key       = local.pending_index_range_key
     projection_type = "KEYS_ONLY"
-    read_capacity   = var.table.read_capacity
-    write_capacity  = var.table.write_capacity
+    read_capacity   = local.table.read_capacity
+    write_capacity  = local.table.write_capacity
   }
 
   stream_enabled   = true
-  stream_view_type = var.table.stream_view_type
+  stream_view_type = local.table.stream_view_type
 
   point_in_time_recovery {
     enabled = true
@@ -54,11 +54,11 @@ resource "aws_dynamodb_table" "this" {
 
   # Always present, so that setting ttl_attribute_name to "" turns TTL off.
   ttl {
-    enabled        = var.table.ttl_attribute_name != ""
-    attribute_name = var.table.ttl_attribute_name != "" ? var.table.ttl_attribute_name : null
+    enabled        = local.table.ttl_attribute_name != ""
+    attribute_name = local.table.ttl_attribute_name != "" ? local.table.ttl_attribute_name : null
   }
 
-  deletion_protection_enabled = var.table.deletion_protection_enabled
+  deletion_protection_enabled = local.table.deletion_protection_enabled
 
   tags = local.tags
 }
@@ -68,14 +68,14 @@ resource "aws_dynamodb_table" "this" {
 ################################################################################
 
 data "aws_dynamodb_table" "existing" {
-  count = var.table.create ? 0 : 1
+  count = local.table.create ? 0 : 1
 
-  name = var.table.name
+  name = local.table.name
 
   lifecycle {
     postcondition {
       condition     = self.stream_enabled && contains(["NEW_IMAGE", "NEW_AND_OLD_IMAGES"], self.stream_view_type)
-      error_message = "The DynamoDB stream of table \"${var.table.name}\" is not enabled or does not carry the new image. Enable a stream with NEW_IMAGE or NEW_AND_OLD_IMAGES, e.g. aws dynamodb update-table --table-name ${var.table.name} --stream-specification StreamEnabled=true,StreamViewType=NEW_IMAGE"
+      error_message = "The DynamoDB stream of table \"${local.table.name}\" is not enabled or does not carry the new image. Enable a stream with NEW_IMAGE or NEW_AND_OLD_IMAGES, e.g. aws dynamodb update-table --table-name ${local.table.name} --stream-specification StreamEnabled=true,StreamViewType=NEW_IMAGE"
     }
 
     postcondition {
@@ -83,24 +83,24 @@ data "aws_dynamodb_table" "existing" {
         self.hash_key == local.partition_key && self.range_key == local.sort_key
         && length([for a in self.attribute : a if contains(local.outbox_key_attributes, a.name) && a.type == "S"]) == 2
       )
-      error_message = "Table \"${var.table.name}\" must have a string partition key named ${local.partition_key} and a string sort key named ${local.sort_key} (it has ${coalesce(self.hash_key, "none")}/${coalesce(self.range_key, "none")}): outbox items are stored as ${local.partition_key} = <entity key>, ${local.sort_key} = OUTBOX#<ulid>. Set table.partition_key and table.sort_key to the table's key names."
+      error_message = "Table \"${local.table.name}\" must have a string partition key named ${local.partition_key} and a string sort key named ${local.sort_key} (it has ${coalesce(self.hash_key, "none")}/${coalesce(self.range_key, "none")}): outbox items are stored as ${local.partition_key} = <entity key>, ${local.sort_key} = OUTBOX#<ulid>. Set table.partition_key and table.sort_key to the table's key names."
     }
 
     # The module cannot add an index to a table it does not manage, and the
     # sweeper needs one. Callers without it either add it (the message gives the
     # command) or set sweeper.enabled = false.
     postcondition {
-      condition = !var.sweeper.enabled || anytrue([
+      condition = !local.sweeper.enabled || anytrue([
         for i in self.global_secondary_index :
         i.name == local.pending_index_name && i.hash_key == local.pending_index_hash_key && i.range_key == local.pending_index_range_key
       ])
       error_message = format(
         "The sweeper needs the sparse pending index on table \"%s\": a global secondary index named %s with partition key %s (string) and sort key %s. Add it (the table stays online while it builds), e.g. aws dynamodb update-table --table-name %s --attribute-definitions AttributeName=%s,AttributeType=S AttributeName=%s,AttributeType=S --global-secondary-index-updates '%s' ; or set sweeper = { enabled = false } to run without a sweeper.",
-        var.table.name,
+        local.table.name,
         local.pending_index_name,
         local.pending_index_hash_key,
         local.pending_index_range_key,
-        var.table.name,
+        local.table.name,
         local.pending_index_hash_key,
         local.pending_index_range_key,
         jsonencode([{
@@ -122,8 +122,8 @@ data "aws_dynamodb_table" "existing" {
 }
 
 locals {
-  table_arn        = var.table.create ? aws_dynamodb_table.this[0].arn : data.aws_dynamodb_table.existing[0].arn
-  table_stream_arn = var.table.create ? aws_dynamodb_table.this[0].stream_arn : data.aws_dynamodb_table.existing[0].stream_arn
+  table_arn        = local.table.create ? aws_dynamodb_table.this[0].arn : data.aws_dynamodb_table.existing[0].arn
+  table_stream_arn = local.table.create ? aws_dynamodb_table.this[0].stream_arn : data.aws_dynamodb_table.existing[0].stream_arn
 
-  existing_table_kms_key_arn = var.table.create ? null : try(data.aws_dynamodb_table.existing[0].server_side_encryption[0].kms_key_arn, null)
+  existing_table_kms_key_arn = local.table.create ? null : try(data.aws_dynamodb_table.existing[0].server_side_encryption[0].kms_key_arn, null)
 }

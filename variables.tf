@@ -208,84 +208,107 @@ variable "table" {
     - `ttl_attribute_name`: attribute holding the expiry time (epoch seconds), default
       "expires_at"; "" turns TTL off.
     Point-in-time recovery and server-side encryption are always on.
+    Any other attribute is refused at plan, naming it (table.<attribute>).
   EOT
-  type = object({
-    create                      = optional(bool, true)
-    name                        = optional(string)
-    partition_key               = optional(string, "PK")
-    sort_key                    = optional(string, "SK")
-    stream_view_type            = optional(string, "NEW_IMAGE")
-    billing_mode                = optional(string, "PAY_PER_REQUEST")
-    read_capacity               = optional(number)
-    write_capacity              = optional(number)
-    deletion_protection_enabled = optional(bool, true)
-    ttl_attribute_name          = optional(string, "expires_at")
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.table_defaults, and the module reads it through them
+  # (local.table, below). The other validations read it the same way, with
+  # its defaults (`for table in [...]`).
+  validation {
+    condition     = can(keys(var.table)) && length(setsubtract(try(keys(var.table), []), keys(local.table_defaults))) == 0
+    error_message = can(keys(var.table)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.table), keys(local.table_defaults)), []) : "table.${a}"])}: the table takes ${join(", ", keys(local.table_defaults))}." : "The table must be an object of ${join(", ", keys(local.table_defaults))}."
+  }
 
   validation {
-    condition     = var.table.create || var.table.name != null
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }] : table.create || table.name != null])
     error_message = "Set table.name to the existing table's name when table.create is false."
   }
 
   validation {
-    condition     = var.table.name == null ? true : can(regex("^[A-Za-z0-9_.-]{3,255}$", var.table.name))
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }] : table.name == null ? true : can(regex("^[A-Za-z0-9_.-]{3,255}$", table.name))])
     error_message = "The table.name must be 3 to 255 characters of letters, digits, underscores, hyphens and dots."
   }
 
   validation {
-    condition     = var.table.partition_key != null && try(length(var.table.partition_key) >= 1 && length(var.table.partition_key) <= 255, false)
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }] : table.partition_key != null && try(length(table.partition_key) >= 1 && length(table.partition_key) <= 255, false)])
     error_message = "The table.partition_key must be an attribute name of 1 to 255 characters (DynamoDB's limit for a key attribute)."
   }
 
   validation {
-    condition     = var.table.sort_key != null && try(length(var.table.sort_key) >= 1 && length(var.table.sort_key) <= 255, false)
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }] : table.sort_key != null && try(length(table.sort_key) >= 1 && length(table.sort_key) <= 255, false)])
     error_message = "The table.sort_key must be an attribute name of 1 to 255 characters (DynamoDB's limit for a key attribute)."
   }
 
   validation {
-    condition     = var.table.partition_key != var.table.sort_key
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }] : table.partition_key != table.sort_key])
     error_message = "The table.partition_key and table.sort_key must differ: outbox items need a partition key and a separate sort key (OUTBOX#<event id>)."
   }
 
   validation {
-    condition     = !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], var.table.partition_key)
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }] : !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], table.partition_key)])
     error_message = "The table.partition_key must not be named like an attribute of every outbox item (envelope, event_type, outbox_status, outbox_pending_shard, quarantine_reason, quarantined_at)."
   }
 
   validation {
-    condition     = !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], var.table.sort_key)
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }] : !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], table.sort_key)])
     error_message = "The table.sort_key must not be named like an attribute of every outbox item (envelope, event_type, outbox_status, outbox_pending_shard, quarantine_reason, quarantined_at)."
   }
 
   validation {
-    condition     = contains(["NEW_IMAGE", "NEW_AND_OLD_IMAGES"], var.table.stream_view_type)
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }] : contains(["NEW_IMAGE", "NEW_AND_OLD_IMAGES"], table.stream_view_type)])
     error_message = "The table.stream_view_type must be NEW_IMAGE or NEW_AND_OLD_IMAGES: the publisher reads the event from the new image."
   }
 
   validation {
-    condition     = contains(["PAY_PER_REQUEST", "PROVISIONED"], var.table.billing_mode)
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }] : contains(["PAY_PER_REQUEST", "PROVISIONED"], table.billing_mode)])
     error_message = "The table.billing_mode must be PAY_PER_REQUEST or PROVISIONED."
   }
 
   validation {
-    condition = (
-      var.table.billing_mode == "PAY_PER_REQUEST"
-      ? var.table.read_capacity == null && var.table.write_capacity == null
+    condition = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }] : (
+      table.billing_mode == "PAY_PER_REQUEST"
+      ? table.read_capacity == null && table.write_capacity == null
       : (
-        var.table.read_capacity != null && var.table.write_capacity != null
-        ? var.table.read_capacity >= 1 && var.table.write_capacity >= 1 && floor(var.table.read_capacity) == var.table.read_capacity && floor(var.table.write_capacity) == var.table.write_capacity
+        table.read_capacity != null && table.write_capacity != null
+        ? table.read_capacity >= 1 && table.write_capacity >= 1 && floor(table.read_capacity) == table.read_capacity && floor(table.write_capacity) == table.write_capacity
         : false
       )
-    )
+    )])
     error_message = "With table.billing_mode PROVISIONED set table.read_capacity and table.write_capacity to whole numbers of at least 1; with PAY_PER_REQUEST leave both unset."
   }
 
   validation {
-    condition     = var.table.ttl_attribute_name == "" || can(regex("^[A-Za-z0-9_.-]{1,255}$", var.table.ttl_attribute_name))
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }] : table.ttl_attribute_name == "" || can(regex("^[A-Za-z0-9_.-]{1,255}$", table.ttl_attribute_name))])
     error_message = "The table.ttl_attribute_name must be \"\" (no TTL) or 1 to 255 characters of letters, digits, underscores, hyphens and dots."
   }
+}
+
+locals {
+  # The attributes of var.table and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  table_defaults = {
+    create                      = true
+    name                        = tostring(null)
+    partition_key               = "PK"
+    sort_key                    = "SK"
+    stream_view_type            = "NEW_IMAGE"
+    billing_mode                = "PAY_PER_REQUEST"
+    read_capacity               = tonumber(null)
+    write_capacity              = tonumber(null)
+    deletion_protection_enabled = true
+    ttl_attribute_name          = "expires_at"
+  }
+
+  # var.table with its defaults, as object({ optional(...) }) gave it: an
+  # attribute set to null takes its default, one known only after apply leaves
+  # the others known (a count may depend on them). The module reads this.
+  table = { for k, d in local.table_defaults : k => try(var.table[k], null) == null ? d : var.table[k] }
 }
 
 ################################################################################
@@ -300,28 +323,51 @@ variable "event_bus" {
       bus found by `name` (plan fails when it does not exist), whose DLQ is its owner's to set.
     - `name`: bus name; defaults to `var.name`. Required when `create` is false
       ("default" selects the account's default bus).
+    Any other attribute is refused at plan, naming it (event_bus.<attribute>).
   EOT
-  type = object({
-    create = optional(bool, true)
-    name   = optional(string)
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.event_bus_defaults, and the module reads it through them
+  # (local.event_bus, below). The other validations read it the same way, with
+  # its defaults (`for event_bus in [...]`).
+  validation {
+    condition     = can(keys(var.event_bus)) && length(setsubtract(try(keys(var.event_bus), []), keys(local.event_bus_defaults))) == 0
+    error_message = can(keys(var.event_bus)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.event_bus), keys(local.event_bus_defaults)), []) : "event_bus.${a}"])}: the event_bus takes ${join(", ", keys(local.event_bus_defaults))}." : "The event_bus must be an object of ${join(", ", keys(local.event_bus_defaults))}."
+  }
 
   validation {
-    condition     = var.event_bus.create || var.event_bus.name != null
+    condition     = alltrue([for event_bus in [{ for k, d in local.event_bus_defaults : k => try(var.event_bus[k], null) == null ? d : var.event_bus[k] }] : event_bus.create || event_bus.name != null])
     error_message = "Set event_bus.name to the existing bus's name when event_bus.create is false."
   }
 
   validation {
-    condition     = var.event_bus.name == null ? true : can(regex("^[A-Za-z0-9._/-]{1,256}$", var.event_bus.name)) && !startswith(var.event_bus.name, "aws.")
+    condition     = alltrue([for event_bus in [{ for k, d in local.event_bus_defaults : k => try(var.event_bus[k], null) == null ? d : var.event_bus[k] }] : event_bus.name == null ? true : can(regex("^[A-Za-z0-9._/-]{1,256}$", event_bus.name)) && !startswith(event_bus.name, "aws.")])
     error_message = "The event_bus.name must be 1 to 256 characters of letters, digits, dots, hyphens, underscores and slashes, and must not start with \"aws.\"."
   }
 
   validation {
-    condition     = !(var.event_bus.create && var.event_bus.name == "default")
+    condition     = alltrue([for event_bus in [{ for k, d in local.event_bus_defaults : k => try(var.event_bus[k], null) == null ? d : var.event_bus[k] }] : !(event_bus.create && event_bus.name == "default")])
     error_message = "The bus named \"default\" always exists: use event_bus = { create = false, name = \"default\" } to publish to it."
   }
+}
+
+locals {
+  # The attributes of var.event_bus and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  event_bus_defaults = {
+    create = true
+    name   = tostring(null)
+  }
+
+  # var.event_bus with its defaults, as object({ optional(...) }) gave it: an
+  # attribute set to null takes its default, one known only after apply leaves
+  # the others known (a count may depend on them). The module reads this.
+  event_bus = { for k, d in local.event_bus_defaults : k => try(var.event_bus[k], null) == null ? d : var.event_bus[k] }
 }
 
 ################################################################################
@@ -522,35 +568,58 @@ variable "publisher" {
     - `timeout_seconds`: 1 to 900, default 60.
     - `log_level`: DEBUG, INFO (default), WARNING or ERROR (env LOG_LEVEL).
     - `extra_layer_arns`: up to 4 more layer version ARNs, after the Powertools layer.
+    Any other attribute is refused at plan, naming it (publisher.<attribute>).
   EOT
-  type = object({
-    memory_size_mb   = optional(number, 256)
-    timeout_seconds  = optional(number, 60)
-    log_level        = optional(string, "INFO")
-    extra_layer_arns = optional(list(string), [])
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.publisher_defaults, and the module reads it through them
+  # (local.publisher, below). The other validations read it the same way, with
+  # its defaults (`for publisher in [...]`).
+  validation {
+    condition     = can(keys(var.publisher)) && length(setsubtract(try(keys(var.publisher), []), keys(local.publisher_defaults))) == 0
+    error_message = can(keys(var.publisher)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.publisher), keys(local.publisher_defaults)), []) : "publisher.${a}"])}: the publisher takes ${join(", ", keys(local.publisher_defaults))}." : "The publisher must be an object of ${join(", ", keys(local.publisher_defaults))}."
+  }
 
   validation {
-    condition     = var.publisher.memory_size_mb >= 128 && var.publisher.memory_size_mb <= 10240 && floor(var.publisher.memory_size_mb) == var.publisher.memory_size_mb
+    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k], null) == null ? d : var.publisher[k] }] : publisher.memory_size_mb >= 128 && publisher.memory_size_mb <= 10240 && floor(publisher.memory_size_mb) == publisher.memory_size_mb])
     error_message = "The publisher.memory_size_mb must be a whole number of MB from 128 to 10240."
   }
 
   validation {
-    condition     = var.publisher.timeout_seconds >= 1 && var.publisher.timeout_seconds <= 900 && floor(var.publisher.timeout_seconds) == var.publisher.timeout_seconds
+    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k], null) == null ? d : var.publisher[k] }] : publisher.timeout_seconds >= 1 && publisher.timeout_seconds <= 900 && floor(publisher.timeout_seconds) == publisher.timeout_seconds])
     error_message = "The publisher.timeout_seconds must be a whole number of seconds from 1 to 900."
   }
 
   validation {
-    condition     = contains(["DEBUG", "INFO", "WARNING", "ERROR"], var.publisher.log_level)
+    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k], null) == null ? d : var.publisher[k] }] : contains(["DEBUG", "INFO", "WARNING", "ERROR"], publisher.log_level)])
     error_message = "The publisher.log_level must be DEBUG, INFO, WARNING or ERROR."
   }
 
   validation {
-    condition     = length(var.publisher.extra_layer_arns) <= 4 && alltrue([for arn in var.publisher.extra_layer_arns : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$", arn))])
+    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k], null) == null ? d : var.publisher[k] }] : length(publisher.extra_layer_arns) <= 4 && alltrue([for arn in publisher.extra_layer_arns : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$", arn))])])
     error_message = "The publisher.extra_layer_arns must hold at most 4 layer version ARNs (arn:<partition>:lambda:<region>:<account>:layer:<name>:<version>); Lambda allows 5 layers including Powertools."
   }
+}
+
+locals {
+  # The attributes of var.publisher and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  publisher_defaults = {
+    memory_size_mb   = 256
+    timeout_seconds  = 60
+    log_level        = "INFO"
+    extra_layer_arns = []
+  }
+
+  # var.publisher with its defaults, as object({ optional(...) }) gave it: an
+  # attribute set to null takes its default, one known only after apply leaves
+  # the others known (a count may depend on them). The module reads this.
+  publisher = { for k, d in local.publisher_defaults : k => try(var.publisher[k], null) == null ? d : var.publisher[k] }
 }
 
 variable "stream_mapping" {
@@ -568,30 +637,35 @@ variable "stream_mapping" {
     - `maximum_record_age_in_seconds`: 60 to 604800, default 86400 (stream records are
       trimmed after 24 hours anyway; never infinite).
     - `enabled`: default true.
+    Any other attribute is refused at plan, naming it (stream_mapping.<attribute>).
   EOT
-  type = object({
-    batch_size                         = optional(number, 100)
-    maximum_batching_window_in_seconds = optional(number, 0)
-    parallelization_factor             = optional(number, 1)
-    maximum_retry_attempts             = optional(number, 10)
-    maximum_record_age_in_seconds      = optional(number, 86400)
-    enabled                            = optional(bool, true)
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.stream_mapping_defaults, and the module reads it through them
+  # (local.stream_mapping, below). The other validations read it the same way, with
+  # its defaults (`for stream_mapping in [...]`).
+  validation {
+    condition     = can(keys(var.stream_mapping)) && length(setsubtract(try(keys(var.stream_mapping), []), keys(local.stream_mapping_defaults))) == 0
+    error_message = can(keys(var.stream_mapping)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.stream_mapping), keys(local.stream_mapping_defaults)), []) : "stream_mapping.${a}"])}: the stream_mapping takes ${join(", ", keys(local.stream_mapping_defaults))}." : "The stream_mapping must be an object of ${join(", ", keys(local.stream_mapping_defaults))}."
+  }
 
   validation {
-    condition     = var.stream_mapping.batch_size >= 1 && var.stream_mapping.batch_size <= 10000 && floor(var.stream_mapping.batch_size) == var.stream_mapping.batch_size
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k], null) == null ? d : var.stream_mapping[k] }] : stream_mapping.batch_size >= 1 && stream_mapping.batch_size <= 10000 && floor(stream_mapping.batch_size) == stream_mapping.batch_size])
     error_message = "The stream_mapping.batch_size must be a whole number from 1 to 10000."
   }
 
   validation {
-    condition     = var.stream_mapping.maximum_batching_window_in_seconds >= 0 && var.stream_mapping.maximum_batching_window_in_seconds <= 300 && floor(var.stream_mapping.maximum_batching_window_in_seconds) == var.stream_mapping.maximum_batching_window_in_seconds
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k], null) == null ? d : var.stream_mapping[k] }] : stream_mapping.maximum_batching_window_in_seconds >= 0 && stream_mapping.maximum_batching_window_in_seconds <= 300 && floor(stream_mapping.maximum_batching_window_in_seconds) == stream_mapping.maximum_batching_window_in_seconds])
     error_message = "The stream_mapping.maximum_batching_window_in_seconds must be a whole number from 0 to 300."
   }
 
   validation {
-    condition     = var.stream_mapping.parallelization_factor >= 1 && var.stream_mapping.parallelization_factor <= 10 && floor(var.stream_mapping.parallelization_factor) == var.stream_mapping.parallelization_factor
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k], null) == null ? d : var.stream_mapping[k] }] : stream_mapping.parallelization_factor >= 1 && stream_mapping.parallelization_factor <= 10 && floor(stream_mapping.parallelization_factor) == stream_mapping.parallelization_factor])
     error_message = "The stream_mapping.parallelization_factor must be a whole number from 1 to 10."
   }
 
@@ -599,19 +673,37 @@ variable "stream_mapping" {
   # and every outbox item has a sort key of its own: two events of one aggregate
   # could be published by two concurrent batches, in either order.
   validation {
-    condition     = var.publish_to != "sns_fifo" || var.stream_mapping.parallelization_factor == 1
-    error_message = "With publish_to = \"sns_fifo\" the stream_mapping.parallelization_factor must be 1 (got ${var.stream_mapping.parallelization_factor}): above 1 Lambda runs several batches of a shard at once and keeps the order of each item only, and every outbox item is an item of its own, so two events of one aggregate could be published out of order."
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k], null) == null ? d : var.stream_mapping[k] }] : var.publish_to != "sns_fifo" || stream_mapping.parallelization_factor == 1])
+    error_message = one([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k], null) == null ? d : var.stream_mapping[k] }] : "With publish_to = \"sns_fifo\" the stream_mapping.parallelization_factor must be 1 (got ${stream_mapping.parallelization_factor}): above 1 Lambda runs several batches of a shard at once and keeps the order of each item only, and every outbox item is an item of its own, so two events of one aggregate could be published out of order."])
   }
 
   validation {
-    condition     = var.stream_mapping.maximum_retry_attempts >= 0 && var.stream_mapping.maximum_retry_attempts <= 10000 && floor(var.stream_mapping.maximum_retry_attempts) == var.stream_mapping.maximum_retry_attempts
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k], null) == null ? d : var.stream_mapping[k] }] : stream_mapping.maximum_retry_attempts >= 0 && stream_mapping.maximum_retry_attempts <= 10000 && floor(stream_mapping.maximum_retry_attempts) == stream_mapping.maximum_retry_attempts])
     error_message = "The stream_mapping.maximum_retry_attempts must be a whole number from 0 to 10000 (-1, infinite retries, is not allowed: one failing record would block its shard for 24 hours)."
   }
 
   validation {
-    condition     = var.stream_mapping.maximum_record_age_in_seconds >= 60 && var.stream_mapping.maximum_record_age_in_seconds <= 604800 && floor(var.stream_mapping.maximum_record_age_in_seconds) == var.stream_mapping.maximum_record_age_in_seconds
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k], null) == null ? d : var.stream_mapping[k] }] : stream_mapping.maximum_record_age_in_seconds >= 60 && stream_mapping.maximum_record_age_in_seconds <= 604800 && floor(stream_mapping.maximum_record_age_in_seconds) == stream_mapping.maximum_record_age_in_seconds])
     error_message = "The stream_mapping.maximum_record_age_in_seconds must be a whole number from 60 to 604800 (-1, infinite age, is not allowed)."
   }
+}
+
+locals {
+  # The attributes of var.stream_mapping and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  stream_mapping_defaults = {
+    batch_size                         = 100
+    maximum_batching_window_in_seconds = 0
+    parallelization_factor             = 1
+    maximum_retry_attempts             = 10
+    maximum_record_age_in_seconds      = 86400
+    enabled                            = true
+  }
+
+  # var.stream_mapping with its defaults, as object({ optional(...) }) gave it: an
+  # attribute set to null takes its default, one known only after apply leaves
+  # the others known (a count may depend on them). The module reads this.
+  stream_mapping = { for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k], null) == null ? d : var.stream_mapping[k] }
 }
 
 ################################################################################
@@ -628,24 +720,47 @@ variable "event_archive" {
       re-apply an event by accident; the cost is about $0.10 per GB archived).
     - `event_pattern`: which events to keep (JSON); null keeps every event on the bus. Set it
       on a bus other applications share, e.g. jsonencode({ source = ["orders"] }).
+    Any other attribute is refused at plan, naming it (event_archive.<attribute>).
   EOT
-  type = object({
-    enabled        = optional(bool, true)
-    retention_days = optional(number, 7)
-    event_pattern  = optional(string)
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.event_archive_defaults, and the module reads it through them
+  # (local.event_archive, below). The other validations read it the same way, with
+  # its defaults (`for event_archive in [...]`).
+  validation {
+    condition     = can(keys(var.event_archive)) && length(setsubtract(try(keys(var.event_archive), []), keys(local.event_archive_defaults))) == 0
+    error_message = can(keys(var.event_archive)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.event_archive), keys(local.event_archive_defaults)), []) : "event_archive.${a}"])}: the event_archive takes ${join(", ", keys(local.event_archive_defaults))}." : "The event_archive must be an object of ${join(", ", keys(local.event_archive_defaults))}."
+  }
 
   validation {
-    condition     = var.event_archive.retention_days >= 1 && var.event_archive.retention_days <= 365 && floor(var.event_archive.retention_days) == var.event_archive.retention_days
+    condition     = alltrue([for event_archive in [{ for k, d in local.event_archive_defaults : k => try(var.event_archive[k], null) == null ? d : var.event_archive[k] }] : event_archive.retention_days >= 1 && event_archive.retention_days <= 365 && floor(event_archive.retention_days) == event_archive.retention_days])
     error_message = "The event_archive.retention_days must be a whole number of days from 1 to 365 (0, keeping events forever, is not allowed: the consumers' idempotency records must outlive every archived event)."
   }
 
   validation {
-    condition     = var.event_archive.event_pattern == null ? true : try(length(keys(jsondecode(var.event_archive.event_pattern))) > 0, false)
+    condition     = alltrue([for event_archive in [{ for k, d in local.event_archive_defaults : k => try(var.event_archive[k], null) == null ? d : var.event_archive[k] }] : event_archive.event_pattern == null ? true : try(length(keys(jsondecode(event_archive.event_pattern))) > 0, false)])
     error_message = "The event_archive.event_pattern must be null or a non-empty JSON object, e.g. jsonencode({ source = [\"orders\"] })."
   }
+}
+
+locals {
+  # The attributes of var.event_archive and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  event_archive_defaults = {
+    enabled        = true
+    retention_days = 7
+    event_pattern  = tostring(null)
+  }
+
+  # var.event_archive with its defaults, as object({ optional(...) }) gave it: an
+  # attribute set to null takes its default, one known only after apply leaves
+  # the others known (a count may depend on them). The module reads this.
+  event_archive = { for k, d in local.event_archive_defaults : k => try(var.event_archive[k], null) == null ? d : var.event_archive[k] }
 }
 
 ################################################################################
@@ -661,12 +776,34 @@ variable "dashboard" {
     caller's toolkit function is drawn under Powertools `service` = its consumer key (what the
     toolkit uses when POWERTOOLS_SERVICE_NAME is unset).
     - `enabled`: default true.
+    Any other attribute is refused at plan, naming it (dashboard.<attribute>).
   EOT
-  type = object({
-    enabled = optional(bool, true)
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.dashboard_defaults, and the module reads it through them
+  # (local.dashboard, below).
+  validation {
+    condition     = can(keys(var.dashboard)) && length(setsubtract(try(keys(var.dashboard), []), keys(local.dashboard_defaults))) == 0
+    error_message = can(keys(var.dashboard)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.dashboard), keys(local.dashboard_defaults)), []) : "dashboard.${a}"])}: the dashboard takes ${join(", ", keys(local.dashboard_defaults))}." : "The dashboard must be an object of ${join(", ", keys(local.dashboard_defaults))}."
+  }
+}
+
+locals {
+  # The attributes of var.dashboard and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  dashboard_defaults = {
+    enabled = true
+  }
+
+  # var.dashboard with its defaults, as object({ optional(...) }) gave it: an
+  # attribute set to null takes its default, one known only after apply leaves
+  # the others known (a count may depend on them). The module reads this.
+  dashboard = { for k, d in local.dashboard_defaults : k => try(var.dashboard[k], null) == null ? d : var.dashboard[k] }
 }
 
 ################################################################################
@@ -753,30 +890,36 @@ variable "consumers" {
     Lowering `message_retention_seconds` makes SQS delete the messages already older than
     the new value: the plan refuses it unless acknowledged
     (`consumers.<key>.message_retention_seconds=<new>`).
+    Any other attribute of a consumer or of its `function` is refused at plan, naming it
+    (consumers["<key>"].<attribute>): Terraform would otherwise drop a misspelt one silently.
   EOT
-  type = map(object({
-    event_pattern = optional(string)
-    filter_policy = optional(string)
-    function = optional(object({
-      arn          = string
-      role_name    = optional(string)
-      uses_toolkit = optional(bool, true)
-    }))
-    function_timeout_seconds           = optional(number, 30)
-    function_memory_size_mb            = optional(number, 256)
-    visibility_timeout_seconds         = optional(number)
-    message_retention_seconds          = optional(number, 345600)
-    max_receive_count                  = optional(number, 5)
-    batch_size                         = optional(number, 10)
-    maximum_batching_window_in_seconds = optional(number, 0)
-    maximum_concurrency                = optional(number)
-    maximum_event_age_in_seconds       = optional(number, 86400)
-    maximum_retry_attempts             = optional(number, 185)
-    idempotency_expires_after_seconds  = optional(number)
-    retired                            = optional(bool, false)
-  }))
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt batch_sise would plan the
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.consumer_defaults and local.consumer_function_defaults, and
+  # the module reads it through them (local.consumers, below). The other
+  # validations read each consumer the same way, with its defaults.
+  validation {
+    condition = can(keys(var.consumers)) && try(length(concat(
+      [for key, c in var.consumers : "consumers[\"${key}\"] (not an object)" if !can(keys(c))],
+      flatten([for key, c in var.consumers : [for a in setsubtract(keys(c), keys(local.consumer_defaults)) : "consumers[\"${key}\"].${a}"] if can(keys(c))]),
+      flatten([for key, c in var.consumers : [for a in setsubtract(keys(c.function), keys(local.consumer_function_defaults)) : "consumers[\"${key}\"].function.${a}"] if can(keys(c.function))]),
+    )) == 0, false)
+    error_message = !can(keys(var.consumers)) ? "The consumers must be a map of consumer objects, by consumer key." : format(
+      "Unknown consumer attribute: %s. A consumer takes %s; its function takes %s.",
+      join(", ", concat(
+        [for key, c in var.consumers : "consumers[\"${key}\"] (not an object)" if !can(keys(c))],
+        flatten([for key, c in var.consumers : [for a in setsubtract(keys(c), keys(local.consumer_defaults)) : "consumers[\"${key}\"].${a}"] if can(keys(c))]),
+        flatten([for key, c in var.consumers : [for a in setsubtract(keys(c.function), keys(local.consumer_function_defaults)) : "consumers[\"${key}\"].function.${a}"] if can(keys(c.function))]),
+      )),
+      join(", ", keys(local.consumer_defaults)),
+      join(", ", keys(local.consumer_function_defaults)),
+    )
+  }
 
   # Every message names the consumer keys it refuses ("Invalid for: ..."), so a
   # map of ten consumers does not have to be searched for the wrong one.
@@ -793,10 +936,10 @@ variable "consumers" {
 
   validation {
     condition = alltrue([
-      for c in values(var.consumers) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) :
       c.event_pattern == null ? true : try(length(keys(jsondecode(c.event_pattern))) > 0, false)
     ])
-    error_message = "A consumer's event_pattern must be a non-empty JSON object, e.g. jsonencode({ source = [\"orders\"] }). Invalid for: ${join(", ", [for key, c in var.consumers : key if c.event_pattern != null && !try(length(keys(jsondecode(c.event_pattern))) > 0, false)])}."
+    error_message = "A consumer's event_pattern must be a non-empty JSON object, e.g. jsonencode({ source = [\"orders\"] }). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : key if c.event_pattern != null && !try(length(keys(jsondecode(c.event_pattern))) > 0, false)])}."
   }
 
   # EventBridge refuses a pattern field whose value is neither an array of
@@ -806,145 +949,185 @@ variable "consumers" {
   # to EventBridge.
   validation {
     condition = length(concat(
-      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
-      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
-      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
-      flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
+      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
+      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
+      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
+      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
     )) == 0
     error_message = format(
       "In an event_pattern every field's value must be an array of values or matchers (source = [\"orders\"], not source = \"orders\") or an object of nested fields. Invalid for: %s.",
       join(", ", concat(
-        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
-        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
-        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
-        flatten([for key, c in var.consumers : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
+        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
+        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
+        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
+        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
       )),
     )
   }
 
   validation {
     condition = alltrue([
-      for c in values(var.consumers) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) :
       c.filter_policy == null ? true : try(length(keys(jsondecode(c.filter_policy))) > 0, false)
     ])
-    error_message = "A consumer's filter_policy must be a non-empty JSON object on the message attributes event_type and source, e.g. jsonencode({ event_type = [\"OrderCreated\"] }). Invalid for: ${join(", ", [for key, c in var.consumers : key if c.filter_policy != null && !try(length(keys(jsondecode(c.filter_policy))) > 0, false)])}."
+    error_message = "A consumer's filter_policy must be a non-empty JSON object on the message attributes event_type and source, e.g. jsonencode({ event_type = [\"OrderCreated\"] }). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : key if c.filter_policy != null && !try(length(keys(jsondecode(c.filter_policy))) > 0, false)])}."
   }
 
   validation {
-    condition     = alltrue([for c in values(var.consumers) : c.event_pattern == null || c.filter_policy == null])
-    error_message = "Set either event_pattern (publish_to = \"eventbridge\") or filter_policy (publish_to = \"sns\") on a consumer, not both. Both set on: ${join(", ", [for key, c in var.consumers : key if c.event_pattern != null && c.filter_policy != null])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.event_pattern == null || c.filter_policy == null])
+    error_message = "Set either event_pattern (publish_to = \"eventbridge\") or filter_policy (publish_to = \"sns\") on a consumer, not both. Both set on: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : key if c.event_pattern != null && c.filter_policy != null])}."
   }
 
   # What publish_to needs; a consumer with both set has the message above.
   validation {
     condition = alltrue([
-      for c in values(var.consumers) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) :
       c.event_pattern != null && c.filter_policy != null ? true : (var.publish_to != "eventbridge" ? c.filter_policy != null : c.event_pattern != null)
     ])
-    error_message = var.publish_to != "eventbridge" ? "With publish_to = \"${var.publish_to}\" every consumer needs a filter_policy (a JSON filter policy on the message attributes event_type and source) and no event_pattern. Invalid for: ${join(", ", [for key, c in var.consumers : key if c.filter_policy == null])}." : "With publish_to = \"eventbridge\" every consumer needs an event_pattern (a JSON EventBridge event pattern) and no filter_policy (that is for publish_to = \"sns\"). Invalid for: ${join(", ", [for key, c in var.consumers : key if c.event_pattern == null])}."
+    error_message = var.publish_to != "eventbridge" ? "With publish_to = \"${var.publish_to}\" every consumer needs a filter_policy (a JSON filter policy on the message attributes event_type and source) and no event_pattern. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : key if c.filter_policy == null])}." : "With publish_to = \"eventbridge\" every consumer needs an event_pattern (a JSON EventBridge event pattern) and no filter_policy (that is for publish_to = \"sns\"). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : key if c.event_pattern == null])}."
   }
 
   validation {
     condition = alltrue([
-      for c in values(var.consumers) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) :
       c.function == null ? true : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", c.function.arn))
     ])
-    error_message = "A consumer's function.arn must be a Lambda function ARN (arn:<partition>:lambda:<region>:<account>:function:<name>, optionally :<alias or version>). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (\"${c.function.arn}\")" if c.function != null && !can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", try(c.function.arn, "")))])}."
+    error_message = "A consumer's function.arn must be a Lambda function ARN (arn:<partition>:lambda:<region>:<account>:function:<name>, optionally :<alias or version>). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (\"${try(c.function.arn, "")}\")" if c.function != null && !can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", try(c.function.arn, "")))])}."
   }
 
   validation {
     condition = alltrue([
-      for c in values(var.consumers) :
-      c.function == null ? true : (c.function.role_name == null ? true : can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name)))
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) :
+      try(c.function.role_name, null) == null ? true : can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name))
     ])
-    error_message = "A consumer's function.role_name must be null or an IAM role NAME (1 to 64 of letters, digits and +=,.@_-), not an ARN. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (\"${c.function.role_name}\")" if try(!can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name)) && c.function.role_name != null, false)])}."
+    error_message = "A consumer's function.role_name must be null or an IAM role NAME (1 to 64 of letters, digits and +=,.@_-), not an ARN. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (\"${c.function.role_name}\")" if try(!can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name)) && c.function.role_name != null, false)])}."
   }
 
   validation {
-    condition     = alltrue([for c in values(var.consumers) : c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds])
-    error_message = "A consumer's function_timeout_seconds must be a whole number of seconds from 1 to 900. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.function_timeout_seconds})" if !(c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds])
+    error_message = "A consumer's function_timeout_seconds must be a whole number of seconds from 1 to 900. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.function_timeout_seconds})" if !(c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds)])}."
   }
 
   validation {
-    condition     = alltrue([for c in values(var.consumers) : c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb])
-    error_message = "A consumer's function_memory_size_mb must be a whole number of MB from 128 to 10240. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.function_memory_size_mb})" if !(c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb])
+    error_message = "A consumer's function_memory_size_mb must be a whole number of MB from 128 to 10240. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.function_memory_size_mb})" if !(c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb)])}."
   }
 
   validation {
     condition = alltrue([
-      for c in values(var.consumers) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) :
       c.visibility_timeout_seconds == null ? true : (c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds)
     ])
-    error_message = "A consumer's visibility_timeout_seconds must be null (6 x function_timeout_seconds) or a whole number of seconds up to 43200, the SQS maximum. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.visibility_timeout_seconds})" if try(!(c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds), false)])}."
+    error_message = "A consumer's visibility_timeout_seconds must be null (6 x function_timeout_seconds) or a whole number of seconds up to 43200, the SQS maximum. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.visibility_timeout_seconds})" if try(!(c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds), false)])}."
   }
 
   validation {
     condition = alltrue([
-      for c in values(var.consumers) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) :
       c.visibility_timeout_seconds == null ? true : c.visibility_timeout_seconds >= 6 * c.function_timeout_seconds
     ])
-    error_message = "A consumer's visibility_timeout_seconds must be at least 6 x its function_timeout_seconds (AWS's recommendation for SQS event sources, so a message stays hidden while Lambda retries a throttled batch; Lambda refuses outright a mapping whose function timeout exceeds the visibility timeout). Too small for: ${join(", ", [for key, c in var.consumers : "${key} (${c.visibility_timeout_seconds} < 6 x ${c.function_timeout_seconds})" if try(c.visibility_timeout_seconds < 6 * c.function_timeout_seconds, false)])}. Leave it null to get 6 x function_timeout_seconds."
+    error_message = "A consumer's visibility_timeout_seconds must be at least 6 x its function_timeout_seconds (AWS's recommendation for SQS event sources, so a message stays hidden while Lambda retries a throttled batch; Lambda refuses outright a mapping whose function timeout exceeds the visibility timeout). Too small for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.visibility_timeout_seconds} < 6 x ${c.function_timeout_seconds})" if try(c.visibility_timeout_seconds < 6 * c.function_timeout_seconds, false)])}. Leave it null to get 6 x function_timeout_seconds."
   }
 
   validation {
-    condition     = alltrue([for c in values(var.consumers) : c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds])
-    error_message = "A consumer's message_retention_seconds must be a whole number from 60 to 1209600 (14 days). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.message_retention_seconds})" if !(c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds])
+    error_message = "A consumer's message_retention_seconds must be a whole number from 60 to 1209600 (14 days). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.message_retention_seconds})" if !(c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds)])}."
   }
 
   validation {
-    condition     = alltrue([for c in values(var.consumers) : c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count])
-    error_message = "A consumer's max_receive_count must be a whole number from 1 to 1000 (5 or more is recommended: a batch that fails for an unrelated reason counts a receive for every message in it). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.max_receive_count})" if !(c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count])
+    error_message = "A consumer's max_receive_count must be a whole number from 1 to 1000 (5 or more is recommended: a batch that fails for an unrelated reason counts a receive for every message in it). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.max_receive_count})" if !(c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count)])}."
   }
 
   validation {
-    condition     = alltrue([for c in values(var.consumers) : c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size])
-    error_message = "A consumer's batch_size must be a whole number from 1 to 10000. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.batch_size})" if !(c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size])
+    error_message = "A consumer's batch_size must be a whole number from 1 to 10000. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.batch_size})" if !(c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size)])}."
   }
 
   validation {
-    condition     = alltrue([for c in values(var.consumers) : c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds])
-    error_message = "A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_batching_window_in_seconds})" if !(c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds])
+    error_message = "A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if !(c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds)])}."
   }
 
   # Lambda's SQS parameters: "For FIFO queues, the maximum is 10" and "Batching
   # window is not supported for FIFO queues".
   validation {
-    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values(var.consumers) : c.batch_size <= 10])
-    error_message = "With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, whose event source mappings take a batch_size of at most 10. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.batch_size})" if c.batch_size > 10])}."
+    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.batch_size <= 10])
+    error_message = "With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, whose event source mappings take a batch_size of at most 10. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.batch_size})" if c.batch_size > 10])}."
   }
 
   validation {
-    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values(var.consumers) : c.maximum_batching_window_in_seconds == 0])
-    error_message = "With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, on which Lambda supports no batching window: maximum_batching_window_in_seconds must be 0. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_batching_window_in_seconds})" if c.maximum_batching_window_in_seconds != 0])}."
+    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.maximum_batching_window_in_seconds == 0])
+    error_message = "With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, on which Lambda supports no batching window: maximum_batching_window_in_seconds must be 0. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if c.maximum_batching_window_in_seconds != 0])}."
   }
 
   validation {
-    condition     = alltrue([for c in values(var.consumers) : c.batch_size <= 10 || c.maximum_batching_window_in_seconds >= 1])
-    error_message = "A consumer with batch_size above 10 needs maximum_batching_window_in_seconds of at least 1 (AWS's rule for SQS event sources). Needed for: ${join(", ", [for key, c in var.consumers : key if c.batch_size > 10 && c.maximum_batching_window_in_seconds < 1])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.batch_size <= 10 || c.maximum_batching_window_in_seconds >= 1])
+    error_message = "A consumer with batch_size above 10 needs maximum_batching_window_in_seconds of at least 1 (AWS's rule for SQS event sources). Needed for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : key if c.batch_size > 10 && c.maximum_batching_window_in_seconds < 1])}."
   }
 
   validation {
     condition = alltrue([
-      for c in values(var.consumers) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) :
       c.maximum_concurrency == null ? true : (c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency)
     ])
-    error_message = "A consumer's maximum_concurrency must be null (no limit) or a whole number from 2 to 1000 (AWS's range for SQS event sources). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_concurrency})" if try(!(c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency), false)])}."
+    error_message = "A consumer's maximum_concurrency must be null (no limit) or a whole number from 2 to 1000 (AWS's range for SQS event sources). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.maximum_concurrency})" if try(!(c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency), false)])}."
   }
 
   validation {
-    condition     = alltrue([for c in values(var.consumers) : c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds])
-    error_message = "A consumer's maximum_event_age_in_seconds must be a whole number from 60 to 86400 (EventBridge's range). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_event_age_in_seconds})" if !(c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds])
+    error_message = "A consumer's maximum_event_age_in_seconds must be a whole number from 60 to 86400 (EventBridge's range). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.maximum_event_age_in_seconds})" if !(c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds)])}."
   }
 
   validation {
-    condition     = alltrue([for c in values(var.consumers) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts])
-    error_message = "A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.maximum_retry_attempts})" if !(c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts])
+    error_message = "A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.maximum_retry_attempts})" if !(c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts)])}."
   }
 
   validation {
-    condition     = alltrue([for c in values(var.consumers) : c.idempotency_expires_after_seconds == null ? true : (c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds)])
-    error_message = "A consumer's idempotency_expires_after_seconds must be null (derived, docs/seams.md) or a whole number of seconds. Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (${c.idempotency_expires_after_seconds})" if try(!(c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds), false)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } }) : c.idempotency_expires_after_seconds == null ? true : (c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds)])
+    error_message = "A consumer's idempotency_expires_after_seconds must be null (derived, docs/seams.md) or a whole number of seconds. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] } } : "${key} (${c.idempotency_expires_after_seconds})" if try(!(c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds), false)])}."
   }
+}
+
+locals {
+  # A consumer's attributes and their defaults (null: none): the one list
+  # var.consumers is checked against and read through.
+  consumer_defaults = {
+    event_pattern                      = tostring(null)
+    filter_policy                      = tostring(null)
+    function                           = null
+    function_timeout_seconds           = 30
+    function_memory_size_mb            = 256
+    visibility_timeout_seconds         = tonumber(null)
+    message_retention_seconds          = 345600
+    max_receive_count                  = 5
+    batch_size                         = 10
+    maximum_batching_window_in_seconds = 0
+    maximum_concurrency                = tonumber(null)
+    maximum_event_age_in_seconds       = 86400
+    maximum_retry_attempts             = 185
+    idempotency_expires_after_seconds  = tonumber(null)
+    retired                            = false
+  }
+  consumer_function_defaults = {
+    arn          = tostring(null)
+    role_name    = tostring(null)
+    uses_toolkit = true
+  }
+
+  # var.consumers with its defaults, as map(object({ optional(...) })) gave it:
+  # an attribute set to null takes its default, one known only after apply
+  # leaves the others known (for_each and count depend on them). The module
+  # reads this.
+  # The typed nulls of the defaults and tomap() give every consumer the same
+  # object type, as the declared map(object(...)) did.
+  consumers = tomap({
+    for key, c in var.consumers : key => merge(
+      { for k, d in local.consumer_defaults : k => try(c[k], null) == null ? d : c[k] },
+      { function = try(c.function, null) == null ? null : { for k, d in local.consumer_function_defaults : k => try(c.function[k], null) == null ? d : c.function[k] } },
+    )
+  })
 }
 
 variable "idempotency_table" {
@@ -956,12 +1139,34 @@ variable "idempotency_table" {
       entries all expire (`expiration`), and losing them only lets an event redelivered within
       that window take effect again. Off by default so that `terraform destroy` works, also on a
       stack whose outbox table the module does not own; set true to protect it anyway.
+    Any other attribute is refused at plan, naming it (idempotency_table.<attribute>).
   EOT
-  type = object({
-    deletion_protection_enabled = optional(bool, false)
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.idempotency_table_defaults, and the module reads it through them
+  # (local.idempotency_table, below).
+  validation {
+    condition     = can(keys(var.idempotency_table)) && length(setsubtract(try(keys(var.idempotency_table), []), keys(local.idempotency_table_defaults))) == 0
+    error_message = can(keys(var.idempotency_table)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.idempotency_table), keys(local.idempotency_table_defaults)), []) : "idempotency_table.${a}"])}: the idempotency_table takes ${join(", ", keys(local.idempotency_table_defaults))}." : "The idempotency_table must be an object of ${join(", ", keys(local.idempotency_table_defaults))}."
+  }
+}
+
+locals {
+  # The attributes of var.idempotency_table and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  idempotency_table_defaults = {
+    deletion_protection_enabled = false
+  }
+
+  # var.idempotency_table with its defaults, as object({ optional(...) }) gave it: an
+  # attribute set to null takes its default, one known only after apply leaves
+  # the others known (a count may depend on them). The module reads this.
+  idempotency_table = { for k, d in local.idempotency_table_defaults : k => try(var.idempotency_table[k], null) == null ? d : var.idempotency_table[k] }
 }
 
 ################################################################################
@@ -1006,51 +1211,74 @@ variable "sweeper" {
     - `timeout_seconds`: 60 to 900, default 120 (the sweeper keeps its last 10 s for deletes).
     - `log_level`: DEBUG, INFO (default), WARNING or ERROR (env LOG_LEVEL).
     The function uses the publisher's runtime, architecture and layers.
+    Any other attribute is refused at plan, naming it (sweeper.<attribute>).
   EOT
-  type = object({
-    enabled             = optional(bool, true)
-    schedule_expression = optional(string, "rate(5 minutes)")
-    min_age_seconds     = optional(number, 300)
-    max_items           = optional(number, 1000)
-    memory_size_mb      = optional(number, 256)
-    timeout_seconds     = optional(number, 120)
-    log_level           = optional(string, "INFO")
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.sweeper_defaults, and the module reads it through them
+  # (local.sweeper, below). The other validations read it the same way, with
+  # its defaults (`for sweeper in [...]`).
+  validation {
+    condition     = can(keys(var.sweeper)) && length(setsubtract(try(keys(var.sweeper), []), keys(local.sweeper_defaults))) == 0
+    error_message = can(keys(var.sweeper)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.sweeper), keys(local.sweeper_defaults)), []) : "sweeper.${a}"])}: the sweeper takes ${join(", ", keys(local.sweeper_defaults))}." : "The sweeper must be an object of ${join(", ", keys(local.sweeper_defaults))}."
+  }
 
   validation {
-    condition = (
-      can(regex("^rate\\((1 (minute|hour|day)|([2-9]|[1-9][0-9]+) (minutes|hours|days))\\)$", var.sweeper.schedule_expression))
-      || can(regex("^cron\\([^ ()]+( [^ ()]+){5}\\)$", var.sweeper.schedule_expression))
-    )
+    condition = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k], null) == null ? d : var.sweeper[k] }] : (
+      can(regex("^rate\\((1 (minute|hour|day)|([2-9]|[1-9][0-9]+) (minutes|hours|days))\\)$", sweeper.schedule_expression))
+      || can(regex("^cron\\([^ ()]+( [^ ()]+){5}\\)$", sweeper.schedule_expression))
+    )])
     error_message = "The sweeper.schedule_expression must be a recurring EventBridge Scheduler expression: rate(<n> minutes|hours|days) (singular unit for 1, e.g. rate(1 hour)) or cron(<minutes> <hours> <day-of-month> <month> <day-of-week> <year>)."
   }
 
   validation {
-    condition     = var.sweeper.min_age_seconds >= 60 && floor(var.sweeper.min_age_seconds) == var.sweeper.min_age_seconds
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k], null) == null ? d : var.sweeper[k] }] : sweeper.min_age_seconds >= 60 && floor(sweeper.min_age_seconds) == sweeper.min_age_seconds])
     error_message = "The sweeper.min_age_seconds must be a whole number of at least 60: younger items are still on their way through the stream, and sweeping them only duplicates events."
   }
 
   validation {
-    condition     = var.sweeper.max_items >= 1 && var.sweeper.max_items <= 10000 && floor(var.sweeper.max_items) == var.sweeper.max_items
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k], null) == null ? d : var.sweeper[k] }] : sweeper.max_items >= 1 && sweeper.max_items <= 10000 && floor(sweeper.max_items) == sweeper.max_items])
     error_message = "The sweeper.max_items must be a whole number from 1 to 10000."
   }
 
   validation {
-    condition     = var.sweeper.memory_size_mb >= 128 && var.sweeper.memory_size_mb <= 10240 && floor(var.sweeper.memory_size_mb) == var.sweeper.memory_size_mb
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k], null) == null ? d : var.sweeper[k] }] : sweeper.memory_size_mb >= 128 && sweeper.memory_size_mb <= 10240 && floor(sweeper.memory_size_mb) == sweeper.memory_size_mb])
     error_message = "The sweeper.memory_size_mb must be a whole number of MB from 128 to 10240."
   }
 
   validation {
-    condition     = var.sweeper.timeout_seconds >= 60 && var.sweeper.timeout_seconds <= 900 && floor(var.sweeper.timeout_seconds) == var.sweeper.timeout_seconds
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k], null) == null ? d : var.sweeper[k] }] : sweeper.timeout_seconds >= 60 && sweeper.timeout_seconds <= 900 && floor(sweeper.timeout_seconds) == sweeper.timeout_seconds])
     error_message = "The sweeper.timeout_seconds must be a whole number of seconds from 60 to 900: the sweeper keeps its last 10 seconds for deleting what it published."
   }
 
   validation {
-    condition     = contains(["DEBUG", "INFO", "WARNING", "ERROR"], var.sweeper.log_level)
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k], null) == null ? d : var.sweeper[k] }] : contains(["DEBUG", "INFO", "WARNING", "ERROR"], sweeper.log_level)])
     error_message = "The sweeper.log_level must be DEBUG, INFO, WARNING or ERROR."
   }
+}
+
+locals {
+  # The attributes of var.sweeper and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  sweeper_defaults = {
+    enabled             = true
+    schedule_expression = "rate(5 minutes)"
+    min_age_seconds     = 300
+    max_items           = 1000
+    memory_size_mb      = 256
+    timeout_seconds     = 120
+    log_level           = "INFO"
+  }
+
+  # var.sweeper with its defaults, as object({ optional(...) }) gave it: an
+  # attribute set to null takes its default, one known only after apply leaves
+  # the others known (a count may depend on them). The module reads this.
+  sweeper = { for k, d in local.sweeper_defaults : k => try(var.sweeper[k], null) == null ? d : var.sweeper[k] }
 }
 
 ################################################################################
@@ -1097,24 +1325,25 @@ variable "alarms" {
       (check "alarms_notify_someone").
     - `period_seconds`: evaluation period of the function and queue alarms, a multiple of 60,
       default 300.
+    Any other attribute is refused at plan, naming it (alarms.<attribute>).
   EOT
-  type = object({
-    enabled                              = optional(bool, true)
-    disabled                             = optional(set(string), [])
-    actions                              = optional(list(string), [])
-    ok_actions                           = optional(list(string), [])
-    period_seconds                       = optional(number, 300)
-    publisher_iterator_age_threshold_ms  = optional(number, 60000)
-    publisher_errors_threshold           = optional(number, 0)
-    sweeper_errors_threshold             = optional(number, 0)
-    oldest_pending_age_threshold_seconds = optional(number)
-    consumer_dlq_age_threshold_seconds   = optional(number)
-  })
-  default  = {}
-  nullable = false
+  type        = any
+  default     = {}
+  nullable    = false
+
+  # Terraform drops the attributes an object type does not declare, without a
+  # word (hashicorp/terraform#29204): a misspelt attribute would plan its
+  # default. So the value is taken as given (type any), its names are checked
+  # against local.alarms_defaults, and the module reads it through them
+  # (local.alarms, below). The other validations read it the same way, with
+  # its defaults (`for alarms in [...]`).
+  validation {
+    condition     = can(keys(var.alarms)) && length(setsubtract(try(keys(var.alarms), []), keys(local.alarms_defaults))) == 0
+    error_message = can(keys(var.alarms)) ? "Unknown attribute ${join(", ", [for a in try(setsubtract(keys(var.alarms), keys(local.alarms_defaults)), []) : "alarms.${a}"])}: the alarms takes ${join(", ", keys(local.alarms_defaults))}." : "The alarms must be an object of ${join(", ", keys(local.alarms_defaults))}."
+  }
 
   validation {
-    condition = length(setsubtract(var.alarms.disabled, [
+    condition = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k], null) == null ? d : var.alarms[k] }] : length(setsubtract(alarms.disabled, [
       "publisher_iterator_age",
       "publisher_errors",
       "sweeper_errors",
@@ -1127,35 +1356,57 @@ variable "alarms" {
       "consumer_dlq_age",
       "consumer_errors",
       "consumer_untrusted_events",
-    ])) == 0
+    ])) == 0])
     error_message = "The alarms.disabled entries must be alarm keys: publisher_iterator_age, publisher_errors, sweeper_errors, on_failure_queue_depth, event_bus_dlq_depth, quarantined_events, oldest_pending_item, consumer_failed_invocations, consumer_dlq_depth, consumer_dlq_age, consumer_errors, consumer_untrusted_events."
   }
 
   validation {
-    condition     = length(var.alarms.actions) <= 5 && length(var.alarms.ok_actions) <= 5
-    error_message = "The alarms.actions and alarms.ok_actions must each hold at most 5 ARNs (CloudWatch's limit); actions has ${length(var.alarms.actions)}, ok_actions ${length(var.alarms.ok_actions)}."
+    condition     = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k], null) == null ? d : var.alarms[k] }] : length(alarms.actions) <= 5 && length(alarms.ok_actions) <= 5])
+    error_message = one([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k], null) == null ? d : var.alarms[k] }] : "The alarms.actions and alarms.ok_actions must each hold at most 5 ARNs (CloudWatch's limit); actions has ${length(alarms.actions)}, ok_actions ${length(alarms.ok_actions)}."])
   }
 
   # arn:<partition>:<service>:<region>:<account>:<resource>; the account field is
   # "ec2" in EC2 actions (arn:aws:automate:<region>:ec2:stop).
   validation {
-    condition     = alltrue([for arn in concat(var.alarms.actions, var.alarms.ok_actions) : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])
-    error_message = "Malformed ARN in alarms.actions or alarms.ok_actions: ${join(", ", [for arn in concat(var.alarms.actions, var.alarms.ok_actions) : "\"${arn}\"" if !can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])}. An action is an ARN, arn:<partition>:<service>:<region>:<account>:<resource>, e.g. arn:aws:sns:eu-west-1:111122223333:alerts."
+    condition     = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k], null) == null ? d : var.alarms[k] }] : alltrue([for arn in concat(alarms.actions, alarms.ok_actions) : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])])
+    error_message = one([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k], null) == null ? d : var.alarms[k] }] : "Malformed ARN in alarms.actions or alarms.ok_actions: ${join(", ", [for arn in concat(alarms.actions, alarms.ok_actions) : "\"${arn}\"" if !can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])}. An action is an ARN, arn:<partition>:<service>:<region>:<account>:<resource>, e.g. arn:aws:sns:eu-west-1:111122223333:alerts."])
   }
 
   validation {
-    condition     = var.alarms.period_seconds >= 60 && var.alarms.period_seconds <= 86400 && var.alarms.period_seconds % 60 == 0
+    condition     = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k], null) == null ? d : var.alarms[k] }] : alarms.period_seconds >= 60 && alarms.period_seconds <= 86400 && alarms.period_seconds % 60 == 0])
     error_message = "The alarms.period_seconds must be a multiple of 60 from 60 to 86400."
   }
 
   validation {
-    condition = alltrue([
-      var.alarms.publisher_iterator_age_threshold_ms >= 0,
-      var.alarms.publisher_errors_threshold >= 0,
-      var.alarms.sweeper_errors_threshold >= 0,
-      var.alarms.oldest_pending_age_threshold_seconds == null ? true : var.alarms.oldest_pending_age_threshold_seconds >= 60,
-      var.alarms.consumer_dlq_age_threshold_seconds == null ? true : var.alarms.consumer_dlq_age_threshold_seconds >= 0,
-    ])
+    condition = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k], null) == null ? d : var.alarms[k] }] : alltrue([
+      alarms.publisher_iterator_age_threshold_ms >= 0,
+      alarms.publisher_errors_threshold >= 0,
+      alarms.sweeper_errors_threshold >= 0,
+      alarms.oldest_pending_age_threshold_seconds == null ? true : alarms.oldest_pending_age_threshold_seconds >= 60,
+      alarms.consumer_dlq_age_threshold_seconds == null ? true : alarms.consumer_dlq_age_threshold_seconds >= 0,
+    ])])
     error_message = "The alarm thresholds must not be negative, and alarms.oldest_pending_age_threshold_seconds must be null or at least 60."
   }
+}
+
+locals {
+  # The attributes of var.alarms and their defaults (null: none): the one list
+  # the input is checked against and read through.
+  alarms_defaults = {
+    enabled                              = true
+    disabled                             = []
+    actions                              = []
+    ok_actions                           = []
+    period_seconds                       = 300
+    publisher_iterator_age_threshold_ms  = 60000
+    publisher_errors_threshold           = 0
+    sweeper_errors_threshold             = 0
+    oldest_pending_age_threshold_seconds = tonumber(null)
+    consumer_dlq_age_threshold_seconds   = tonumber(null)
+  }
+
+  # var.alarms with its defaults, as object({ optional(...) }) gave it: an
+  # attribute set to null takes its default, one known only after apply leaves
+  # the others known (a count may depend on them). The module reads this.
+  alarms = { for k, d in local.alarms_defaults : k => try(var.alarms[k], null) == null ? d : var.alarms[k] }
 }

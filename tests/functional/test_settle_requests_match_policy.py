@@ -41,12 +41,13 @@ def _default_key_attributes() -> set[str]:
     listed = re.search(r"^\s*outbox_key_attributes\s*=\s*(.+)$", MAIN_TF.read_text(), re.MULTILINE)
     assert listed is not None, "main.tf has no outbox_key_attributes local"
     assert listed.group(1).strip() == "[local.partition_key, local.sort_key]", listed.group(1)
-    variables = VARIABLES_TF.read_text()
+    defaults = re.search(
+        r"^\s*table_defaults\s*=\s*\{\n(.*?)^\s*\}", VARIABLES_TF.read_text(), re.M | re.S
+    )
+    assert defaults is not None, "variables.tf has no table_defaults local"
     names: set[str] = set()
     for attribute in ("partition_key", "sort_key"):
-        default = re.search(
-            rf'^\s*{attribute}\s*=\s*optional\(string, "([^"]+)"\)', variables, re.M
-        )
+        default = re.search(rf'^\s*{attribute}\s*=\s*"([^"]+)"\s*$', defaults.group(1), re.M)
         assert default is not None, f"variables.tf: table.{attribute} has no default"
         names.add(default.group(1))
     return names

@@ -192,6 +192,58 @@ CASES: dict[str, Case] = {
         ("The vpc_config.subnet_ids must hold 1 to 16 subnet IDs", 'malformed: "private-a".'),
         name_consumers=False,
     ),
+    # Terraform's object conversion would drop these attributes without a word.
+    "misspelt_consumer_attribute": Case(
+        consumers(f"billing = {{ {PATTERN}, batch_sise = 5 }}"),
+        ('Unknown consumer attribute: consumers["billing"].batch_sise.', "batch_size"),
+    ),
+    "misspelt_consumer_function_attribute": Case(
+        consumers(
+            f"billing = {{ {PATTERN}, function = {{ "
+            'arn = "arn:aws:lambda:eu-west-1:111122223333:function:billing", '
+            'rol_name = "billing" } }'
+        ),
+        (
+            'Unknown consumer attribute: consumers["billing"].function.rol_name.',
+            "its function takes arn, role_name, uses_toolkit.",
+        ),
+    ),
+    "misspelt_stream_mapping_attribute": Case(
+        "stream_mapping = { batch_sise = 5 }",
+        ("Unknown attribute stream_mapping.batch_sise: the stream_mapping takes", "batch_size"),
+        name_consumers=False,
+    ),
+    "misspelt_alarms_attribute": Case(
+        'alarms = { action = ["arn:aws:sns:eu-west-1:111122223333:oncall"] }',
+        ("Unknown attribute alarms.action: the alarms takes", "actions"),
+        name_consumers=False,
+    ),
+    "misspelt_table_attribute": Case(
+        'table = { partition_kye = "id" }',
+        ("Unknown attribute table.partition_kye: the table takes", "partition_key"),
+        name_consumers=False,
+    ),
+    "misspelt_sweeper_attribute": Case(
+        "sweeper = { max_item = 10 }",
+        ("Unknown attribute sweeper.max_item: the sweeper takes", "max_items"),
+        name_consumers=False,
+    ),
+    "misspelt_idempotency_table_attribute": Case(
+        "idempotency_table = { deletion_protection = true }",
+        (
+            "Unknown attribute idempotency_table.deletion_protection: the idempotency_table "
+            "takes deletion_protection_enabled.",
+        ),
+        name_consumers=False,
+    ),
+    "misspelt_event_archive_attribute": Case(
+        "event_archive = { retention_day = 30 }",
+        (
+            "Unknown attribute event_archive.retention_day: the event_archive takes",
+            "retention_days",
+        ),
+        name_consumers=False,
+    ),
     "alarm_action_not_an_arn": Case(
         'alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:ok", "oncall"] }',
         ('Malformed ARN in alarms.actions or alarms.ok_actions: "oncall".',),

@@ -28,12 +28,14 @@ def variable_block(name: str) -> str:
     return text[start : text.index("\nvariable ", start + 1)]
 
 
-def optional_defaults(block: str) -> dict[str, str | None]:
-    """``attribute = optional(type[, default])`` lines: the default's text, None without one."""
+def local_defaults(block: str) -> dict[str, str | None]:
+    """The ``<input>_defaults = { attribute = default }`` local after an object input
+    (consumers, stream_mapping, publisher, ...): the default's text, None for a (typed) null."""
+    local = re.search(r"^  (\w+)_defaults = \{\n(.*?)^  \}", block, re.MULTILINE | re.DOTALL)
+    assert local is not None, "no <input>_defaults local after the variable"
     found: dict[str, str | None] = {}
-    for name, rest in re.findall(r"^\s*(\w+)\s*=\s*optional\((.*)\)\s*$", block, re.MULTILINE):
-        parts = rest.split(",", 1)
-        found[name] = parts[1].strip() if len(parts) == 2 else None
+    for name, value in re.findall(r"^ {4}(\w+)\s*=\s*(.+?)\s*$", local.group(2), re.MULTILINE):
+        found[name] = None if value in ("null", "tonumber(null)", "tostring(null)") else value
     return found
 
 
@@ -51,11 +53,9 @@ def kit_defaults(settings: object) -> dict[str, object]:
     ids=["consumers", "stream_mapping"],
 )
 def test_the_kits_defaults_are_the_modules(settings: type, variable: str) -> None:
-    module = optional_defaults(variable_block(variable))
+    module = local_defaults(variable_block(variable))
     if variable == "stream_mapping":
-        module["timeout_seconds"] = optional_defaults(variable_block("publisher"))[
-            "timeout_seconds"
-        ]
+        module["timeout_seconds"] = local_defaults(variable_block("publisher"))["timeout_seconds"]
     for name, default in kit_defaults(settings).items():
         assert name in module, f"{name} is not an input of var.{variable}"
         expected = None if module[name] is None else int(str(module[name]))
@@ -63,9 +63,7 @@ def test_the_kits_defaults_are_the_modules(settings: type, variable: str) -> Non
 
 
 def test_every_consumer_input_of_the_module_is_modelled_by_the_kit_or_listed_with_why() -> None:
-    # the object's own attributes (four spaces in), not those of nested objects
-    block = variable_block("consumers")
-    module = set(re.findall(r"^ {4}(\w+)\s*=\s*optional\(", block, re.MULTILINE))
+    module = set(local_defaults(variable_block("consumers")))
     assert {"function", "batch_size", "retired"} <= module, module
     kit = {field.name for field in dataclasses.fields(ConsumerSettings)}
 
@@ -90,7 +88,7 @@ def test_the_kits_names_are_the_modules() -> None:
     assert names.on_failure_queue == local("on_failure_queue_name")
     assert names.pending_index == local("pending_index_name")
     consumer = re.search(
-        r'consumer_names = \{ for key in keys\(var.consumers\) : key => "([^"]*)"', main
+        r'consumer_names = \{ for key in keys\(local.consumers\) : key => "([^"]*)"', main
     )
     assert consumer
     assert names.consumer("billing") == consumer.group(1).replace("${var.name}", "orders").replace(

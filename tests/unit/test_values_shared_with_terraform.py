@@ -72,7 +72,7 @@ def test_every_outbox_variable_the_module_sets_is_one_the_package_reads() -> Non
 
 def test_the_reserved_attribute_names_are_the_outbox_items_attributes() -> None:
     listed = re.findall(
-        r"condition\s*=\s*!contains\(\[([^\]]*)\],\s*var\.table\.partition_key\)",
+        r"!contains\(\[([^\]]*)\],\s*table\.partition_key\)",
         tf("variables.tf"),
     )
     assert len(listed) == 1
@@ -216,7 +216,7 @@ def test_outbox_ops_replay_finds_the_rule_and_archive_the_module_names() -> None
     from dynamodb_outbox.ops.replay_archive import archive_name_of, consumer_rule_name
 
     rule = re.findall(
-        r'consumer_names\s*=\s*\{ for key in keys\(var.consumers\) : key => "([^"]+)" \}',
+        r'consumer_names\s*=\s*\{ for key in keys\(local.consumers\) : key => "([^"]+)" \}',
         tf("main.tf"),
     )
     archive = re.findall(r"^\s*event_archive_name\s*=\s*(\S+)\s*$", tf("bus.tf"), re.M)
@@ -237,5 +237,9 @@ def test_the_sweepers_defaults_are_the_modules(setting: str, python_default: str
     """The module always sets them; the package's defaults serve a sweeper run without it."""
     from dynamodb_outbox import sweeper
 
-    found = re.findall(rf"^\s*{setting}\s*=\s*optional\(number, (\d+)\)", tf("variables.tf"), re.M)
+    defaults = re.search(
+        r"^\s*sweeper_defaults\s*=\s*\{\n(.*?)^\s*\}", tf("variables.tf"), re.M | re.S
+    )
+    assert defaults is not None, "variables.tf has no sweeper_defaults local"
+    found = re.findall(rf"^\s*{setting}\s*=\s*(\d+)\s*$", defaults.group(1), re.M)
     assert found == [str(getattr(sweeper, python_default))]
