@@ -21,13 +21,18 @@ variable "multi_region" {
       multi-region was turned on, or by a writer not configured for it). Exactly one region should: the
       one the table lived in before it became global.
     - `replica_kms_key_arns`: with kms_key_arn set, the customer managed key of each replica region.
-    - `adopted_regions`: failover, behind an explicit input: this region's sweeper also publishes the
-      pending items written in these (lost) regions. Consumers absorb the duplicates by event id.
+    - `adopted_regions`, `adopt_after_seconds` (default 3600): failover, behind an explicit input: this
+      region's sweeper also publishes the pending items written in these regions once they are
+      adopt_after_seconds old (at least sweeper.min_age_seconds). While those regions are up their own
+      publisher and sweeper take their items within minutes, so the rule stays idle; when one is lost,
+      its stranded items go out here after that age. Consumers absorb the duplicates by event id.
+      For a one-off, `outbox-ops adopt --from-region` does the same from an operator's machine.
   EOT
   type = object({
     replica_regions     = optional(list(string), [])
     publishes_unstamped = optional(bool, false)
     adopted_regions     = optional(list(string), [])
+    adopt_after_seconds = optional(number, 3600)
     # With kms_key_arn: the key of each replica's region (a key serves its own region only).
     replica_kms_key_arns = optional(map(string), {})
   })
@@ -41,6 +46,11 @@ variable "multi_region" {
   validation {
     condition     = var.multi_region == null ? true : length(distinct(var.multi_region.adopted_regions)) == length(var.multi_region.adopted_regions)
     error_message = "multi_region.adopted_regions lists a region twice: ${var.multi_region == null ? "" : join(", ", distinct([for r in var.multi_region.adopted_regions : r if length([for o in var.multi_region.adopted_regions : o if o == r]) > 1]))}."
+  }
+
+  validation {
+    condition     = var.multi_region == null ? true : var.multi_region.adopt_after_seconds >= 0 && floor(var.multi_region.adopt_after_seconds) == var.multi_region.adopt_after_seconds
+    error_message = "multi_region.adopt_after_seconds must be a whole number of seconds, 0 or more."
   }
 
   validation {
@@ -69,7 +79,8 @@ locals {
   } : {}
   # The sweeper only: the stream publisher never adopts.
   adoption_environment = length(local.adopted_regions) > 0 ? {
-    OUTBOX_ADOPTED_REGIONS = join(",", local.adopted_regions)
+    OUTBOX_ADOPTED_REGIONS     = join(",", local.adopted_regions)
+    OUTBOX_ADOPT_AFTER_SECONDS = tostring(var.multi_region.adopt_after_seconds)
   } : {}
   # The writer's (writer_environment output; OutboxWriter.from_environment stamps AWS_REGION).
   writer_multi_region_environment = local.multi_region ? { OUTBOX_MULTI_REGION = "true" } : {}

@@ -73,12 +73,15 @@ class RegionScope:
     ``region`` None: a single-region deployment, which takes every item
     (stamped or not). Otherwise the region's own items; unstamped ones only
     when ``unstamped`` (one region of the table does that); and the items of
-    the regions in ``adopted`` (failover: another region was lost).
+    the regions in ``adopted`` (failover: another region was lost), by the
+    sweeper only, once they are ``adopt_after_seconds`` old: a standing rule
+    that stays idle while those regions publish their own within minutes.
     """
 
     region: str | None = None
     unstamped: bool = False
     adopted: tuple[str, ...] = ()
+    adopt_after_seconds: int = 0
 
     def __post_init__(self) -> None:
         if self.region is not None and not _is_region(self.region):
@@ -90,6 +93,8 @@ class RegionScope:
                 raise ValueError(f"region {other} cannot adopt itself")
         if self.adopted and self.region is None:
             raise ValueError("adopting another region's items needs a multi-region scope")
+        if isinstance(self.adopt_after_seconds, bool) or self.adopt_after_seconds < 0:
+            raise ValueError(f"adopt_after_seconds must be >= 0, got {self.adopt_after_seconds}")
 
     @property
     def multi_region(self) -> bool:

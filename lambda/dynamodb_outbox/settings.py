@@ -25,6 +25,7 @@ __all__ = [
     "CONSUMER_SENDER_ENVIRONMENT",
     "DEFAULT_METRICS_NAMESPACE",
     "ENV_ADOPTED_REGIONS",
+    "ENV_ADOPT_AFTER_SECONDS",
     "ENV_AWS_REGION",
     "ENV_CONSUMER_EVENT_BUS_ARN",
     "ENV_CONSUMER_NAME",
@@ -87,6 +88,7 @@ ENV_SWEEPER_ENABLED: Final = "OUTBOX_SWEEPER_ENABLED"
 ENV_MULTI_REGION: Final = "OUTBOX_MULTI_REGION"
 ENV_PUBLISHES_UNSTAMPED: Final = "OUTBOX_PUBLISHES_UNSTAMPED"
 ENV_ADOPTED_REGIONS: Final = "OUTBOX_ADOPTED_REGIONS"
+ENV_ADOPT_AFTER_SECONDS: Final = "OUTBOX_ADOPT_AFTER_SECONDS"
 ENV_AWS_REGION: Final = "AWS_REGION"
 
 # The reference consumer.
@@ -198,7 +200,8 @@ def region_scope_from_environment(environ: Mapping[str, str] | None = None) -> R
     Single-region (every item) unless ``OUTBOX_MULTI_REGION`` is true; then the
     region is ``AWS_REGION`` (set by Lambda), unstamped items are taken only when
     ``OUTBOX_PUBLISHES_UNSTAMPED`` is true, and the regions listed in
-    ``OUTBOX_ADOPTED_REGIONS`` are adopted. Raises :class:`ConfigurationError`.
+    ``OUTBOX_ADOPTED_REGIONS`` are adopted once ``OUTBOX_ADOPT_AFTER_SECONDS``
+    old. Raises :class:`ConfigurationError`.
     """
     from dynamodb_outbox.regions import SINGLE_REGION, RegionScope, parse_regions
 
@@ -220,6 +223,7 @@ def region_scope_from_environment(environ: Mapping[str, str] | None = None) -> R
             region,
             unstamped=_boolean_env(environ, ENV_PUBLISHES_UNSTAMPED, False),
             adopted=parse_regions(environ.get(ENV_ADOPTED_REGIONS, "")),
+            adopt_after_seconds=integer_env(environ, ENV_ADOPT_AFTER_SECONDS, 0, 0),
         )
     except ValueError as exc:
         raise ConfigurationError(

@@ -230,6 +230,11 @@ class _Sweep:
             for region in region_scope.shard_regions()
             for shard in shard_keys(shards)
         ]
+        self._adopted_shards = {
+            regional_shard(shard, region)
+            for region in region_scope.adopted
+            for shard in shard_keys(shards)
+        }
         self.min_age_seconds = min_age_seconds
         self.max_items = max_items
         self.now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
@@ -252,6 +257,10 @@ class _Sweep:
         self.result = SweepResult(
             boundary_sk=pending_boundary_sk(self.now - timedelta(seconds=min_age_seconds))
         )
+        # An adopted region's items are taken only once older than this (its own
+        # sweeper takes them after min age while that region is up).
+        adopt_age = max(min_age_seconds, region_scope.adopt_after_seconds)
+        self._adoption_boundary_sk = pending_boundary_sk(self.now - timedelta(seconds=adopt_age))
 
     # -- reads
 
@@ -268,6 +277,11 @@ class _Sweep:
         """The oldest key of a shard with nothing older than min age (for the age metric)."""
         return ShardCursor(self.query, shard, page_limit=1, table_keys=self.table_keys).peek()
 
+    def _boundary_of(self, shard: str) -> str:
+        if shard in self._adopted_shards:
+            return self._adoption_boundary_sk
+        return self.result.boundary_sk
+
     def out_of_time(self) -> bool:
         return self.time_left is not None and self.time_left() < self.time_reserve_seconds
 
@@ -278,7 +292,7 @@ class _Sweep:
                 self.query,
                 shard,
                 sort_key_condition="#sk < :boundary",
-                values={":boundary": {"S": self.result.boundary_sk}},
+                values={":boundary": {"S": self._boundary_of(shard)}},
                 page_limit=self.page_limit,
                 table_keys=self.table_keys,
             )

@@ -247,9 +247,34 @@ def test_the_region_scope_comes_from_the_modules_variables() -> None:
             "OUTBOX_ADOPTED_REGIONS": f"{OTHER}, {THIRD}",
         }
     ) == RegionScope(HOME, unstamped=True, adopted=(OTHER, THIRD))
+    assert region_scope_from_environment(
+        {**base, "OUTBOX_ADOPTED_REGIONS": OTHER, "OUTBOX_ADOPT_AFTER_SECONDS": "900"}
+    ) == RegionScope(HOME, adopted=(OTHER,), adopt_after_seconds=900)
+    with pytest.raises(ConfigurationError, match="OUTBOX_ADOPT_AFTER_SECONDS"):
+        region_scope_from_environment({**base, "OUTBOX_ADOPT_AFTER_SECONDS": "-1"})
     with pytest.raises(ConfigurationError, match="OUTBOX_ADOPTED_REGIONS"):
         region_scope_from_environment({**base, "OUTBOX_ADOPTED_REGIONS": HOME})
     with pytest.raises(ConfigurationError, match="OUTBOX_ADOPTED_REGIONS is set but"):
         region_scope_from_environment({"OUTBOX_ADOPTED_REGIONS": OTHER})
     with pytest.raises(ConfigurationError, match="AWS_REGION is not set"):
         region_scope_from_environment({"OUTBOX_MULTI_REGION": "true"})
+
+
+def test_a_standing_adoption_takes_another_regions_items_only_past_its_age(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN an item of another region 10 minutes old, one 2 hours old, and one of this region
+    young_id, young = _item("ORDER#1", OTHER)
+    stranded = make_envelope(id=ulid_at(FIXED_NOW - timedelta(hours=2)))
+    own_id, own = _item("ORDER#3", HOME, 3)
+    for item in (young, outbox_item("ORDER#2", stranded, region=OTHER), own):
+        outbox_table.put(item)
+
+    # WHEN this region's sweeper runs with other's region adopted after an hour
+    scope = RegionScope(HOME, adopted=(OTHER,), adopt_after_seconds=3600)
+    result = _sweep(outbox_table, event_bus, scope)
+
+    # THEN the stranded item and its own one go out; the young one is left to its region
+    assert sorted(event_bus.received_ids()) == sorted([stranded.id, own_id])
+    assert result.swept == 2
+    assert outbox_table.pending_sort_keys() == {OUTBOX_SK_PREFIX + young_id}

@@ -160,7 +160,7 @@ run "adoption_is_the_sweepers_behind_an_explicit_input" {
   }
 
   assert {
-    condition     = aws_lambda_function.sweeper[0].environment[0].variables["OUTBOX_ADOPTED_REGIONS"] == "eu-west-1" && !contains(keys(aws_lambda_function.publisher.environment[0].variables), "OUTBOX_ADOPTED_REGIONS")
+    condition     = aws_lambda_function.sweeper[0].environment[0].variables["OUTBOX_ADOPTED_REGIONS"] == "eu-west-1" && aws_lambda_function.sweeper[0].environment[0].variables["OUTBOX_ADOPT_AFTER_SECONDS"] == "3600" && !contains(keys(aws_lambda_function.publisher.environment[0].variables), "OUTBOX_ADOPTED_REGIONS")
     error_message = "adopted_regions must reach the sweeper, never the stream publisher."
   }
 }
