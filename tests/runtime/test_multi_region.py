@@ -12,126 +12,27 @@ import io
 import json
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
-import boto3
 import pytest
 
 from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
-from dynamodb_outbox.local import LocalRuntime, StreamMapping, VirtualClock, mapping_config
-from dynamodb_outbox.local.replication import GlobalTableReplication
+from dynamodb_outbox.local import LocalRuntime, VirtualClock
 from dynamodb_outbox.ops.cli import main as outbox_ops
-from dynamodb_outbox.publisher import publish_stream_batch
-from dynamodb_outbox.publishing import PublishDependencies
-from dynamodb_outbox.regions import ATTR_REGION, SINGLE_REGION, RegionScope, stream_filter_patterns
-from dynamodb_outbox.sinks import EventBridgeSink
-from dynamodb_outbox.writer import OutboxWriter
-from tests.support.moto_tables import create_outbox_table
-
-EAST, WEST = "us-east-1", "eu-west-1"
-TABLE = "orders"
-
-
-@dataclass
-class Region:
-    """One region's deployment: its replica, bus (and a queue catching all), writer, publisher."""
-
-    name: str
-    session: boto3.Session
-    dynamodb: Any
-    bus: str
-    queue_url: str
-    writer: OutboxWriter
-    received: list[str] = field(default_factory=list)
-
-    def client(self, service: str) -> Any:
-        return self.session.client(service)
-
-    def drain_bus(self) -> list[str]:
-        """Event ids the bus delivered since the last call (also kept in ``received``)."""
-        sqs = self.client("sqs")
-        ids: list[str] = []
-        while True:
-            messages = sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10).get(
-                "Messages", []
-            )
-            if not messages:
-                self.received.extend(ids)
-                return ids
-            for message in messages:
-                ids.append(json.loads(message["Body"])["detail"]["id"])
-                sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
-
-    def outbox_keys(self) -> set[str]:
-        items = self.dynamodb.scan(TableName=TABLE, ConsistentRead=True)["Items"]
-        return {i["SK"]["S"] for i in items if i["SK"]["S"].startswith(OUTBOX_SK_PREFIX)}
-
-    def write_orders(self, count: int) -> list[str]:
-        ids = []
-        for n in range(count):
-            pk = f"ORDER#{self.name}-{n}"
-            event = self.writer.new_event(pk, "OrderPlaced", {"n": n}, source="orders")
-            ids.extend(self.writer.write({"PK": pk, "SK": "ORDER"}, [event]).event_ids)
-        return ids
-
-
-def _region(name: str) -> Region:
-    session = boto3.Session(region_name=name)
-    dynamodb = session.client("dynamodb")
-    create_outbox_table(dynamodb, TABLE, stream="NEW_AND_OLD_IMAGES")
-    events, sqs = session.client("events"), session.client("sqs")
-    events.create_event_bus(Name="orders")
-    queue_url = sqs.create_queue(QueueName="all-events")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
-    events.put_rule(Name="all", EventBusName="orders", EventPattern='{"source":["orders"]}')
-    events.put_targets(
-        Rule="all",
-        EventBusName="orders",
-        Targets=[{"Id": "q", "Arn": queue_arn["Attributes"]["QueueArn"]}],
-    )
-    writer = OutboxWriter(TABLE, dynamodb, region=name)
-    return Region(name, session, dynamodb, "orders", queue_url, writer)
+from dynamodb_outbox.regions import ATTR_REGION, SINGLE_REGION, RegionScope
+from tests.support.two_regions import (
+    EAST,
+    TABLE,
+    WEST,
+    Region,
+    make_region,
+    publisher_mapping,
+    replication_between,
+)
 
 
 @pytest.fixture
 def regions(aws: None, clock: VirtualClock) -> Iterator[dict[str, Region]]:
-    yield {name: _region(name) for name in (EAST, WEST)}
-
-
-def _publisher(region: Region, clock: VirtualClock, scope: RegionScope) -> StreamMapping:
-    """The region's publisher mapping, filtered and scoped as multi_region.tf configures it."""
-    deps = PublishDependencies(
-        sink=EventBridgeSink(region.client("events"), region.bus),
-        table_name=TABLE,
-        dynamodb_client=region.dynamodb,
-        sleep=clock.advance,
-    )
-    stream_arn = region.dynamodb.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
-
-    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return publish_stream_batch(event["Records"], deps, region_scope=scope).response()
-
-    return StreamMapping(
-        mapping_config(
-            stream_arn,
-            filter_patterns=stream_filter_patterns("SK", OUTBOX_SK_PREFIX, scope),
-            report_batch_item_failures=True,
-            bisect_batch_on_function_error=True,
-        ),
-        handler,  # type: ignore[arg-type]
-        streams_client=region.client("dynamodbstreams"),
-        clock=clock,
-    )
-
-
-def _replication(regions: dict[str, Region], clock: VirtualClock, **kwargs: Any) -> Any:
-    return GlobalTableReplication(
-        TABLE,
-        {name: (r.dynamodb, r.client("dynamodbstreams")) for name, r in regions.items()},
-        clock,
-        **kwargs,
-    )
+    yield {name: make_region(name) for name in (EAST, WEST)}
 
 
 def test_orders_written_in_both_regions_are_each_published_once_by_their_own_region(
@@ -139,9 +40,10 @@ def test_orders_written_in_both_regions_are_each_published_once_by_their_own_reg
 ) -> None:
     east, west = regions[EAST], regions[WEST]
     runtime = LocalRuntime(clock)
-    replication = runtime.add(_replication(regions, clock, delay_seconds=2.0))
+    replication = runtime.add(replication_between(regions, clock, delay_seconds=2.0))
     publishers = {
-        name: runtime.add(_publisher(r, clock, RegionScope(name))) for name, r in regions.items()
+        name: runtime.add(publisher_mapping(r, clock, RegionScope(name)))
+        for name, r in regions.items()
     }
 
     # GIVEN orders written in both regions
@@ -167,9 +69,9 @@ def test_deployed_per_region_without_the_stamp_filter_every_event_is_published_t
 ) -> None:
     """Why the stamp exists: what a per-region deployment of a single-region outbox does."""
     runtime = LocalRuntime(clock)
-    runtime.add(_replication(regions, clock, delay_seconds=2.0))
+    runtime.add(replication_between(regions, clock, delay_seconds=2.0))
     for r in regions.values():
-        runtime.add(_publisher(r, clock, SINGLE_REGION))
+        runtime.add(publisher_mapping(r, clock, SINGLE_REGION))
 
     written = regions[EAST].write_orders(5)
     runtime.drain()
@@ -185,7 +87,7 @@ def test_replicated_items_carry_the_aws_rep_marks_only_on_the_legacy_version(
 ) -> None:
     """Version 2019.11.21 marks nothing: the writer's stamp is what tells regions apart."""
     runtime = LocalRuntime(clock)
-    replication = runtime.add(_replication(regions, clock, delay_seconds=0, version=version))
+    replication = runtime.add(replication_between(regions, clock, delay_seconds=0, version=version))
     (event_id,) = regions[EAST].write_orders(1)
 
     runtime.drain()
@@ -201,7 +103,7 @@ def test_replicated_items_carry_the_aws_rep_marks_only_on_the_legacy_version(
 def test_last_writer_wins_and_every_replica_converges(
     regions: dict[str, Region], clock: VirtualClock
 ) -> None:
-    replication = _replication(regions, clock, delay_seconds=5.0)
+    replication = replication_between(regions, clock, delay_seconds=5.0)
     key = {"PK": {"S": "ORDER#1"}, "SK": {"S": "ORDER"}}
     regions[EAST].dynamodb.put_item(TableName=TABLE, Item={**key, "v": {"S": "east"}})
     replication.poll()
@@ -234,8 +136,10 @@ def test_a_lost_regions_pending_items_are_adopted_and_its_return_only_duplicates
     regions: dict[str, Region], clock: VirtualClock
 ) -> None:
     east, west = regions[EAST], regions[WEST]
-    replication = _replication(regions, clock, delay_seconds=1.0)
-    publishers = {name: _publisher(r, clock, RegionScope(name)) for name, r in regions.items()}
+    replication = replication_between(regions, clock, delay_seconds=1.0)
+    publishers = {
+        name: publisher_mapping(r, clock, RegionScope(name)) for name, r in regions.items()
+    }
 
     # GIVEN orders west wrote, replicated to east, and west lost before its publisher ran
     stranded = west.write_orders(6)
