@@ -116,6 +116,11 @@ resource "terraform_data" "multi_region" {
 
   lifecycle {
     precondition {
+      condition     = !contains([local.partition_key, local.sort_key], local.region_attribute)
+      error_message = "table.partition_key and table.sort_key must not be named ${local.region_attribute}: with multi_region the writer stamps its region in that attribute of every outbox item."
+    }
+
+    precondition {
       condition     = !contains(local.replica_regions, local.region_name)
       error_message = "multi_region.replica_regions lists ${local.region_name}, the region this instance deploys to (its provider's): the table itself lives there, a replica cannot. List only the other regions."
     }

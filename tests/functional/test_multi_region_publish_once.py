@@ -278,3 +278,8 @@ def test_a_standing_adoption_takes_another_regions_items_only_past_its_age(
     assert sorted(event_bus.received_ids()) == sorted([stranded.id, own_id])
     assert result.swept == 2
     assert outbox_table.pending_sort_keys() == {OUTBOX_SK_PREFIX + young_id}
+
+
+def test_a_key_named_like_the_region_stamp_is_refused() -> None:
+    with pytest.raises(InvalidWrite, match="stamps its region"):
+        OutboxWriter("orders", partition_key="PK", sort_key=ATTR_REGION)

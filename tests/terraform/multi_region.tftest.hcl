@@ -247,3 +247,14 @@ run "a_replica_without_its_regions_key_is_refused" {
 
   expect_failures = [terraform_data.multi_region]
 }
+
+run "a_key_named_like_the_region_stamp_is_refused" {
+  command = plan
+
+  variables {
+    table        = { sort_key = "outbox_region" }
+    multi_region = {}
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
