@@ -33,12 +33,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from dynamodb_outbox.local import LocalRuntime, VirtualClock, stream_records_follow
-from dynamodb_outbox.publishing import PublishDependencies
-from dynamodb_outbox.regions import RegionScope
-from dynamodb_outbox.sinks import EventBridgeSink
-from dynamodb_outbox.sweeper import sweep
-from tests.support.two_regions import (
+from demo.two_regions import (
     EAST,
     TABLE,
     WEST,
@@ -47,6 +42,11 @@ from tests.support.two_regions import (
     publisher_mapping,
     replication_between,
 )
+from dynamodb_outbox.local import LocalRuntime, VirtualClock, stream_records_follow
+from dynamodb_outbox.publishing import PublishDependencies
+from dynamodb_outbox.regions import RegionScope
+from dynamodb_outbox.sinks import EventBridgeSink
+from dynamodb_outbox.sweeper import sweep
 
 ADOPT_AFTER_SECONDS = 600
 STEPS = ("replicate", "publish east", "publish west", "tick")

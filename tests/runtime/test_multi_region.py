@@ -15,11 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
-from dynamodb_outbox.local import LocalRuntime, VirtualClock
-from dynamodb_outbox.ops.cli import main as outbox_ops
-from dynamodb_outbox.regions import ATTR_REGION, SINGLE_REGION, RegionScope
-from tests.support.two_regions import (
+from demo.two_regions import (
     EAST,
     TABLE,
     WEST,
@@ -28,6 +24,10 @@ from tests.support.two_regions import (
     publisher_mapping,
     replication_between,
 )
+from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
+from dynamodb_outbox.local import LocalRuntime, VirtualClock
+from dynamodb_outbox.ops.cli import main as outbox_ops
+from dynamodb_outbox.regions import ATTR_REGION, SINGLE_REGION, RegionScope
 
 
 @pytest.fixture

@@ -1,9 +1,10 @@
 """Two regions of a global table on in-process moto: each region's replica, bus, writer, publisher.
 
-Shared by tests/runtime/test_multi_region.py and the multi-region fault
-campaign (tests/reliability/test_multi_region_campaign.py). Each region is
-configured as multi_region.tf configures an instance: a writer stamping its
-region, a publisher mapping with the region's stream filters and scope.
+Used by ``make demo REGIONS=2`` (demo/multi_region.py),
+tests/runtime/test_multi_region.py and the multi-region fault campaign
+(tests/reliability/test_multi_region_campaign.py). Each region is configured
+as multi_region.tf configures an instance: a writer stamping its region, a
+publisher mapping with the region's stream filters and scope.
 """
 
 from __future__ import annotations
