@@ -110,6 +110,8 @@ class RegionScope:
 
     def takes(self, item: Mapping[str, Any] | None) -> bool:
         """Whether this scope publishes the low-level outbox item (or stream NewImage) ``item``."""
+        if self.region is None:  # single region: no lookup on the publisher's hot path
+            return True
         return self.takes_region(region_of(item))
 
     def shard_regions(self) -> list[str | None]:
