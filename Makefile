@@ -95,8 +95,8 @@ clean: ## remove the venv and Terraform working files
 	find . -name .terraform -type d -prune -exec rm -rf {} +
 
 .PHONY: demo
-demo: $(STAMP) ## examples/local on an in-process moto server, ORDERS orders (default 200) with faults, a report; ORDERING=fifo for the ordered path
-	$(PY) -m demo.run_demo --orders $(or $(ORDERS),200) $(if $(ORDERING),--ordering $(ORDERING))
+demo: $(STAMP) ## examples/local on an in-process moto server, ORDERS orders (default 200) with faults, a report; ORDERING=fifo for the ordered path; REGIONS=2 for two regions of a global table, one lost and adopted
+	$(PY) -m demo.run_demo --orders $(or $(ORDERS),200) $(if $(ORDERING),--ordering $(ORDERING)) $(if $(REGIONS),--regions $(REGIONS))
 
 # The cold start is also timed on python3.13 (the module's default runtime): a
 # small venv with the pinned boto3 and Powertools, built once (from pip's cache

@@ -13,8 +13,8 @@ output "table_arn" {
 }
 
 output "writer_environment" {
-  description = "What the application's writer needs, as environment variables for `OutboxWriter.from_environment()`: the table (`OUTBOX_TABLE_NAME`), its key names (`OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY`) and the transport whose limits it enforces (`OUTBOX_PUBLISH_TO`), the values the publisher and the sweeper get."
-  value = merge(local.table_keys_environment, {
+  description = "What the application's writer needs, as environment variables for `OutboxWriter.from_environment()`: the table (`OUTBOX_TABLE_NAME`), its key names (`OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY`) and the transport whose limits it enforces (`OUTBOX_PUBLISH_TO`), the values the publisher and the sweeper get. With multi_region, also `OUTBOX_MULTI_REGION = true`: the writer stamps its items with the runtime region (`AWS_REGION`)."
+  value = merge(local.table_keys_environment, local.writer_multi_region_environment, {
     OUTBOX_TABLE_NAME = local.table_name
     OUTBOX_PUBLISH_TO = var.publish_to
   })
@@ -96,6 +96,11 @@ output "stream_mapping_uuid" {
 output "stream_filter_pattern" {
   description = "The mapping's only filter pattern (JSON): INSERTs of items whose sort key (table.sort_key) starts with OUTBOX#."
   value       = local.stream_filter_pattern
+}
+
+output "stream_filter_patterns" {
+  description = "Every filter pattern (JSON) of the mapping, OR-ed: the one of stream_filter_pattern on a single-region outbox; with multi_region, the INSERTs stamped with this region and, where multi_region.publishes_unstamped, those carrying no region."
+  value       = local.stream_filter_patterns
 }
 
 output "on_failure_queue_url" {

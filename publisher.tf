@@ -280,7 +280,7 @@ resource "aws_lambda_function" "publisher" {
   }
 
   environment {
-    variables = merge(local.publish_sink_environment, local.table_keys_environment, {
+    variables = merge(local.publish_sink_environment, local.table_keys_environment, local.multi_region_environment, {
       OUTBOX_TABLE_NAME            = local.table_name
       OUTBOX_SWEEPER_ENABLED       = tostring(local.sweeper_enabled)
       POWERTOOLS_SERVICE_NAME      = var.name
@@ -346,8 +346,14 @@ resource "aws_lambda_event_source_mapping" "publisher" {
   maximum_record_age_in_seconds  = local.stream_mapping.maximum_record_age_in_seconds
 
   filter_criteria {
-    filter {
-      pattern = local.stream_filter_pattern
+    # One filter (single region), or one per kind of item this region publishes
+    # (multi_region.tf): Lambda ORs them.
+    dynamic "filter" {
+      for_each = local.stream_filter_patterns
+
+      content {
+        pattern = filter.value
+      }
     }
   }
 

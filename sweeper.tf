@@ -260,7 +260,7 @@ resource "aws_lambda_function" "sweeper" {
 
   environment {
     # The sink (OUTBOX_PUBLISH_TO and its bus or topic) exactly as the publisher's.
-    variables = merge(local.publish_sink_environment, local.table_keys_environment, {
+    variables = merge(local.publish_sink_environment, local.table_keys_environment, local.multi_region_environment, local.adoption_environment, {
       OUTBOX_TABLE_NAME              = local.table_name
       OUTBOX_PENDING_INDEX           = local.pending_index_name
       OUTBOX_SWEEPER_MIN_AGE_SECONDS = tostring(local.sweeper.min_age_seconds)

@@ -60,6 +60,19 @@ resource "aws_dynamodb_table" "this" {
 
   deletion_protection_enabled = local.table.deletion_protection_enabled
 
+  # multi_region.replica_regions: a global table (version 2019.11.21), one
+  # replica per other region, each with its own stream (multi_region.tf).
+  dynamic "replica" {
+    for_each = local.replica_regions
+
+    content {
+      region_name            = replica.value
+      kms_key_arn            = lookup(local.replica_kms_key_arns, replica.value, null)
+      point_in_time_recovery = true
+      propagate_tags         = true
+    }
+  }
+
   tags = local.tags
 }
 

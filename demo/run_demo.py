@@ -95,6 +95,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "'order per subject held' invariant (default none: EventBridge)",
     )
     parser.add_argument(
+        "--regions",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="2: one outbox in two regions of a global table, in-process, one region lost "
+        "mid-run and adopted (demo/multi_region.py; no Terraform apply: moto has no global "
+        "tables). Default 1",
+    )
+    parser.add_argument(
         "--report-json",
         type=Path,
         metavar="PATH",
@@ -402,6 +411,10 @@ class Demo:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.regions == 2:
+        from demo import multi_region
+
+        return multi_region.main(args.orders)
     terminal = sys.stdout
     demo = Demo(args, terminal)
     demo.console.line(

@@ -67,7 +67,8 @@ def _python_files(root: Path, arc_root: str, excluded: set[str]) -> Iterator[tup
             continue
         if "__pycache__" in rel.parts or not path.is_file():
             continue
-        if path.suffix in {".py", ".typed"} or path.name == "py.typed":
+        # shared_with_terraform.json: names the module reads too (regions.py).
+        if path.suffix in {".py", ".typed", ".json"} or path.name == "py.typed":
             yield f"{arc_root}/{rel.as_posix()}", path
 
 

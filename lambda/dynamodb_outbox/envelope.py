@@ -67,6 +67,7 @@ from typing import Any, Final
 
 from dynamodb_outbox.event_ids import event_id_milliseconds, new_event_id
 from dynamodb_outbox.payload_json import PayloadNotEncodable, dumps, to_json_value
+from dynamodb_outbox.regions import ATTR_REGION, regional_shard
 
 __all__ = [
     "ATTR_ENVELOPE",
@@ -400,11 +401,14 @@ def outbox_item(
     *,
     partition_key: str = ATTR_PK,
     sort_key: str = ATTR_SK,
+    region: str | None = None,
 ) -> dict[str, dict[str, str]]:
     """The outbox item (low-level DynamoDB attribute values) announcing ``envelope``.
 
     ``partition_key``/``sort_key`` name the table's key attributes
-    (:class:`~dynamodb_outbox.table_keys.TableKeys`).
+    (:class:`~dynamodb_outbox.table_keys.TableKeys`). ``region`` (multi-region
+    deployments, :mod:`dynamodb_outbox.regions`) stamps the writing region on
+    the item and files it under that region's pending shards.
     """
     if not pk:
         raise ValueError("the outbox item's partition key must be a non-empty string")
@@ -414,8 +418,12 @@ def outbox_item(
         ATTR_ENVELOPE: {"S": envelope.to_json()},
         ATTR_EVENT_TYPE: {"S": envelope.type},
         ATTR_STATUS: {"S": STATUS_PENDING},
-        ATTR_PENDING_SHARD: {"S": pending_shard(envelope.id, pending_shards)},
+        ATTR_PENDING_SHARD: {
+            "S": regional_shard(pending_shard(envelope.id, pending_shards), region)
+        },
     }
+    if region is not None:
+        item[ATTR_REGION] = {"S": region}
     if envelope.sequence is not None:
         item[ATTR_SUBJECT] = {"S": envelope.subject}
         item[ATTR_SEQUENCE] = {"N": str(envelope.sequence)}

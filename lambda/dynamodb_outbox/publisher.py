@@ -68,9 +68,11 @@ from dynamodb_outbox.publishing import (
     publish_outbox_items,
     string_attribute,
 )
+from dynamodb_outbox.regions import SINGLE_REGION, RegionScope
 from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
     ENV_TABLE_NAME,
+    region_scope_from_environment,
     required_env,
     sink_from_environment,
     sweeper_enabled_from_environment,
@@ -153,16 +155,16 @@ def _key(keys: object, table_keys: TableKeys) -> AttributeMap | None:
 
 
 def _read_stream_record(
-    position: int, record: object, table_keys: TableKeys
+    position: int, record: object, table_keys: TableKeys, scope: RegionScope = SINGLE_REGION
 ) -> _Skip | _Unreadable | OutboxCandidate:
     try:
-        return _stream_candidate(position, record, table_keys)
+        return _stream_candidate(position, record, table_keys, scope)
     except Exception as exc:
         return _Unreadable(position, None, f"record cannot be read: {describe_error(exc)}")
 
 
 def _stream_candidate(
-    position: int, record: object, table_keys: TableKeys
+    position: int, record: object, table_keys: TableKeys, scope: RegionScope = SINGLE_REGION
 ) -> _Skip | _Unreadable | OutboxCandidate:
     stream = lookup(record, "dynamodb")
     sequence = lookup(stream, "SequenceNumber")
@@ -181,6 +183,11 @@ def _stream_candidate(
             position, sequence_number, f"outbox record {sk!r} has no {table_keys.partition} key"
         )
     image = lookup(stream, "NewImage")
+    if not scope.takes(image if isinstance(image, Mapping) else None):
+        # Multi-region: written in (stamped by) another region, which publishes it;
+        # its replicated INSERT reaches this region's stream too. The mapping's
+        # filter drops it first (main.tf); this is the check in code.
+        return _Skip(position, sequence_number)
     return OutboxCandidate(
         key=key,
         item=image if isinstance(image, Mapping) else None,
@@ -192,16 +199,19 @@ def _stream_candidate(
 def read_stream_batch(
     records: Sequence[DynamoDBStreamRecord],
     table_keys: TableKeys = DEFAULT_TABLE_KEYS,
+    region_scope: RegionScope = SINGLE_REGION,
 ) -> tuple[list[OutboxCandidate], PublishResult]:
     """The outbox inserts of a stream batch, as candidates; the others counted and logged.
 
     ``table_keys`` names the table's key attributes: a record whose sort key
-    (under that name) does not start with ``OUTBOX#`` is skipped.
+    (under that name) does not start with ``OUTBOX#`` is skipped. In a
+    multi-region deployment, so is an insert ``region_scope`` does not take
+    (stamped with another region, :mod:`dynamodb_outbox.regions`).
     """
     result = PublishResult(records=len(records))
     candidates: list[OutboxCandidate] = []
     for position, record in enumerate(records):
-        parsed = _read_stream_record(position, record, table_keys)
+        parsed = _read_stream_record(position, record, table_keys, region_scope)
         if isinstance(parsed, _Skip):
             result.skipped += 1
         elif isinstance(parsed, _Unreadable):
@@ -334,18 +344,21 @@ def publish_stream_batch(
     *,
     time_left: Callable[[], float] | None = None,
     sweeper_runs: bool = False,
+    region_scope: RegionScope = SINGLE_REGION,
 ) -> PublishResult:
     """Publish one stream batch in order, quarantine poison, delete what was published.
 
     ``sweeper_runs`` (the handler reads ``OUTBOX_SWEEPER_ENABLED``) says whether an
     event may be left pending for the sweeper on an ordered sink; without one it
-    never is (see :func:`_send_lower_sequences_first`).
+    never is (see :func:`_send_lower_sequences_first`). ``region_scope`` (the
+    handler reads ``OUTBOX_MULTI_REGION``, ``AWS_REGION``,
+    ``OUTBOX_PUBLISHES_UNSTAMPED``) says which regions' items this publisher takes.
 
     Returns the result whose :meth:`PublishResult.response` is the partial batch
     response. Raises :class:`MissingSequenceNumber` when the record to retry
     from cannot be named (after deleting what was published).
     """
-    candidates, result = read_stream_batch(records, deps.table_keys)
+    candidates, result = read_stream_batch(records, deps.table_keys, region_scope)
     stop: OutboxCandidate | None = None
     if deps.sink.rules.orders_by_subject:
         candidates, stop = _send_lower_sequences_first(
@@ -391,6 +404,15 @@ def _sweeper_runs() -> bool:
     return sweeper_enabled_from_environment()
 
 
+@cache
+def _region_scope() -> RegionScope:
+    # The stream publisher never adopts: adoption is the sweeper's (an adopted
+    # region's items reach this stream only as replicated inserts, and those
+    # of the lost region's last moments may never arrive at all).
+    scope = region_scope_from_environment()
+    return RegionScope(scope.region, unstamped=scope.unstamped) if scope.multi_region else scope
+
+
 def record_metrics(
     result: PublishResult, target: Metrics, sink_name: str = EVENTBRIDGE_RULES.name
 ) -> None:
@@ -426,7 +448,11 @@ def handler(event: DynamoDBStreamEvent, context: LambdaContext) -> PartialBatchR
     runtime = default_runtime()  # a configuration error fails the batch: retried, not lost
     try:
         result = publish_stream_batch(
-            records, runtime, time_left=_time_left(context), sweeper_runs=_sweeper_runs()
+            records,
+            runtime,
+            time_left=_time_left(context),
+            sweeper_runs=_sweeper_runs(),
+            region_scope=_region_scope(),
         )
     except MissingSequenceNumber as exc:
         _emit_metrics(exc.result, runtime.sink)

@@ -17,12 +17,16 @@ if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
     from mypy_boto3_sns import SNSClient
 
+    from dynamodb_outbox.regions import RegionScope
     from dynamodb_outbox.sinks import Sink
     from dynamodb_outbox.table_keys import TableKeys
 
 __all__ = [
     "CONSUMER_SENDER_ENVIRONMENT",
     "DEFAULT_METRICS_NAMESPACE",
+    "ENV_ADOPTED_REGIONS",
+    "ENV_ADOPT_AFTER_SECONDS",
+    "ENV_AWS_REGION",
     "ENV_CONSUMER_EVENT_BUS_ARN",
     "ENV_CONSUMER_NAME",
     "ENV_CONSUMER_TOPIC_ARN",
@@ -32,9 +36,11 @@ __all__ = [
     "ENV_IDEMPOTENCY_TABLE",
     "ENV_MAX_ITEMS",
     "ENV_MIN_AGE_SECONDS",
+    "ENV_MULTI_REGION",
     "ENV_PARTITION_KEY",
     "ENV_PENDING_INDEX",
     "ENV_PENDING_SHARDS",
+    "ENV_PUBLISHES_UNSTAMPED",
     "ENV_PUBLISH_TO",
     "ENV_SORT_KEY",
     "ENV_SWEEPER_ENABLED",
@@ -44,7 +50,9 @@ __all__ = [
     "ConfigurationError",
     "boto3_client",
     "integer_env",
+    "multi_region_from_environment",
     "pending_shards_from_environment",
+    "region_scope_from_environment",
     "required_env",
     "sink_from_environment",
     "sweeper_enabled_from_environment",
@@ -71,6 +79,17 @@ ENV_MAX_ITEMS: Final = "OUTBOX_SWEEPER_MAX_ITEMS"
 # The publisher: whether a sweeper runs (sweeper.enabled), so an event may be left
 # pending for it on the ordered path.
 ENV_SWEEPER_ENABLED: Final = "OUTBOX_SWEEPER_ENABLED"
+
+# Multi-region on a global table (dynamodb_outbox.regions): the writer stamps its
+# region (Lambda's AWS_REGION) when OUTBOX_MULTI_REGION is true; the publisher
+# and sweeper of each region take that region's items, the unstamped ones only
+# where OUTBOX_PUBLISHES_UNSTAMPED is true, and the sweeper those of the regions
+# in OUTBOX_ADOPTED_REGIONS too (failover, comma-separated).
+ENV_MULTI_REGION: Final = "OUTBOX_MULTI_REGION"
+ENV_PUBLISHES_UNSTAMPED: Final = "OUTBOX_PUBLISHES_UNSTAMPED"
+ENV_ADOPTED_REGIONS: Final = "OUTBOX_ADOPTED_REGIONS"
+ENV_ADOPT_AFTER_SECONDS: Final = "OUTBOX_ADOPT_AFTER_SECONDS"
+ENV_AWS_REGION: Final = "AWS_REGION"
 
 # The reference consumer.
 ENV_IDEMPOTENCY_TABLE: Final = "OUTBOX_IDEMPOTENCY_TABLE"
@@ -158,6 +177,58 @@ def sweeper_enabled_from_environment(environ: Mapping[str, str] | None = None) -
     raise ConfigurationError(
         f"environment variable {ENV_SWEEPER_ENABLED} must be true or false, got {text!r}"
     )
+
+
+def _boolean_env(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    text = environ.get(name, "")
+    value = text.strip().lower()
+    if value == "":
+        return default
+    if value in ("true", "false"):
+        return value == "true"
+    raise ConfigurationError(f"environment variable {name} must be true or false, got {text!r}")
+
+
+def multi_region_from_environment(environ: Mapping[str, str] | None = None) -> bool:
+    """``OUTBOX_MULTI_REGION``: ``true`` or ``false``; unset means a single-region deployment."""
+    return _boolean_env(os.environ if environ is None else environ, ENV_MULTI_REGION, False)
+
+
+def region_scope_from_environment(environ: Mapping[str, str] | None = None) -> RegionScope:
+    """Which items this region's publisher or sweeper takes (a ``RegionScope``).
+
+    Single-region (every item) unless ``OUTBOX_MULTI_REGION`` is true; then the
+    region is ``AWS_REGION`` (set by Lambda), unstamped items are taken only when
+    ``OUTBOX_PUBLISHES_UNSTAMPED`` is true, and the regions listed in
+    ``OUTBOX_ADOPTED_REGIONS`` are adopted once ``OUTBOX_ADOPT_AFTER_SECONDS``
+    old. Raises :class:`ConfigurationError`.
+    """
+    from dynamodb_outbox.regions import SINGLE_REGION, RegionScope, parse_regions
+
+    environ = os.environ if environ is None else environ
+    if not multi_region_from_environment(environ):
+        if environ.get(ENV_ADOPTED_REGIONS, "").strip():
+            raise ConfigurationError(
+                f"environment variable {ENV_ADOPTED_REGIONS} is set but {ENV_MULTI_REGION} "
+                "is not true: only a multi-region deployment adopts another region's items"
+            )
+        return SINGLE_REGION
+    region = environ.get(ENV_AWS_REGION, "").strip()
+    if not region:
+        raise ConfigurationError(
+            f"environment variable {ENV_MULTI_REGION} is true but {ENV_AWS_REGION} is not set"
+        )
+    try:
+        return RegionScope(
+            region,
+            unstamped=_boolean_env(environ, ENV_PUBLISHES_UNSTAMPED, False),
+            adopted=parse_regions(environ.get(ENV_ADOPTED_REGIONS, "")),
+            adopt_after_seconds=integer_env(environ, ENV_ADOPT_AFTER_SECONDS, 0, 0),
+        )
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"environment variables {ENV_AWS_REGION}/{ENV_ADOPTED_REGIONS}: {exc}"
+        ) from None
 
 
 def table_keys_from_environment(environ: Mapping[str, str] | None = None) -> TableKeys:

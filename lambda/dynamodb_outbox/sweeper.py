@@ -86,6 +86,7 @@ from dynamodb_outbox.publishing import (
     describe_error,
     publish_outbox_items,
 )
+from dynamodb_outbox.regions import SINGLE_REGION, RegionScope, regional_shard
 from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
     ENV_MAX_ITEMS,
@@ -96,6 +97,7 @@ from dynamodb_outbox.settings import (
     boto3_client,
     integer_env,
     pending_shards_from_environment,
+    region_scope_from_environment,
     required_env,
     sink_from_environment,
     table_keys_from_environment,
@@ -168,6 +170,8 @@ class SweepResult:
     not_pending: int = 0
     #: keys DynamoDB left unprocessed after the read retries (next run).
     unfetched: int = 0
+    #: multi-region: items read back whose region stamp this sweeper does not take.
+    other_region: int = 0
     #: keys left pending because an earlier event of their subject could not go
     #: first (ordered sinks only): an unread key of their partition, or a lower
     #: ``sequence`` of their subject still pending.
@@ -208,6 +212,7 @@ class _Sweep:
         time_left: Callable[[], float] | None,
         time_reserve_seconds: float,
         read_retries: int,
+        region_scope: RegionScope,
     ) -> None:
         if isinstance(min_age_seconds, bool) or min_age_seconds < 0:
             raise ValueError(f"min_age_seconds must be >= 0, got {min_age_seconds}")
@@ -217,7 +222,19 @@ class _Sweep:
         self.table_name = deps.table_name
         self.dynamodb = deps.dynamodb_client
         self.index_name = index_name
-        self.shards = shard_keys(shards)
+        # Multi-region: this region's shards (and adopted regions', and the
+        # unprefixed ones where this region takes unstamped items), never others'.
+        self.region_scope = region_scope
+        self.shards = [
+            regional_shard(shard, region)
+            for region in region_scope.shard_regions()
+            for shard in shard_keys(shards)
+        ]
+        self._adopted_shards = {
+            regional_shard(shard, region)
+            for region in region_scope.adopted
+            for shard in shard_keys(shards)
+        }
         self.min_age_seconds = min_age_seconds
         self.max_items = max_items
         self.now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
@@ -240,6 +257,10 @@ class _Sweep:
         self.result = SweepResult(
             boundary_sk=pending_boundary_sk(self.now - timedelta(seconds=min_age_seconds))
         )
+        # An adopted region's items are taken only once older than this (its own
+        # sweeper takes them after min age while that region is up).
+        adopt_age = max(min_age_seconds, region_scope.adopt_after_seconds)
+        self._adoption_boundary_sk = pending_boundary_sk(self.now - timedelta(seconds=adopt_age))
 
     # -- reads
 
@@ -256,6 +277,11 @@ class _Sweep:
         """The oldest key of a shard with nothing older than min age (for the age metric)."""
         return ShardCursor(self.query, shard, page_limit=1, table_keys=self.table_keys).peek()
 
+    def _boundary_of(self, shard: str) -> str:
+        if shard in self._adopted_shards:
+            return self._adoption_boundary_sk
+        return self.result.boundary_sk
+
     def out_of_time(self) -> bool:
         return self.time_left is not None and self.time_left() < self.time_reserve_seconds
 
@@ -266,7 +292,7 @@ class _Sweep:
                 self.query,
                 shard,
                 sort_key_condition="#sk < :boundary",
-                values={":boundary": {"S": self.result.boundary_sk}},
+                values={":boundary": {"S": self._boundary_of(shard)}},
                 page_limit=self.page_limit,
                 table_keys=self.table_keys,
             )
@@ -353,6 +379,12 @@ class _Sweep:
                 # Published and deleted, or quarantined, since the index was read.
                 self.result.not_pending += 1
                 self._settled.add(sort_key(key, self.table_keys))
+                continue
+            if not self.region_scope.takes(item):
+                # Filed under this region's shards but stamped with another region
+                # (a hand-made item, or a writer given the wrong region): the
+                # stamp decides, as it does on the stream.
+                self.result.other_region += 1
                 continue
             items.append(item)
         if self.ordered:
@@ -554,6 +586,7 @@ def sweep(
     time_left: Callable[[], float] | None = None,
     time_reserve_seconds: float = DEFAULT_TIME_RESERVE_SECONDS,
     read_retries: int = DEFAULT_READ_RETRIES,
+    region_scope: RegionScope = SINGLE_REGION,
 ) -> SweepResult:
     """Publish pending outbox items older than ``min_age_seconds``; delete what was published.
 
@@ -568,6 +601,9 @@ def sweep(
     publisher's rules: retried within the run's time, and an entry still
     failing then stops the run. ``deps.table_keys`` names the table's key
     attributes; the pending index's sort key is the table's sort key.
+    ``region_scope`` (multi-region, :mod:`dynamodb_outbox.regions`) says whose
+    pending shards are read and whose items are published: this region's, the
+    unstamped ones where it takes them, and those of the regions it adopts.
     """
     return _Sweep(
         deps,
@@ -579,6 +615,7 @@ def sweep(
         time_left=time_left,
         time_reserve_seconds=time_reserve_seconds,
         read_retries=read_retries,
+        region_scope=region_scope,
     ).run()
 
 
@@ -596,6 +633,7 @@ class SweeperRuntime(NamedTuple):
     min_age_seconds: int
     max_items: int
     table_keys: TableKeys = DEFAULT_TABLE_KEYS
+    region_scope: RegionScope = SINGLE_REGION
 
 
 def runtime_from_environment(
@@ -614,6 +652,7 @@ def runtime_from_environment(
         min_age_seconds=integer_env(environ, ENV_MIN_AGE_SECONDS, DEFAULT_MIN_AGE_SECONDS, 0),
         max_items=integer_env(environ, ENV_MAX_ITEMS, DEFAULT_MAX_ITEMS, 1),
         table_keys=table_keys_from_environment(environ),
+        region_scope=region_scope_from_environment(environ),
     )
 
 
@@ -672,6 +711,7 @@ def handler(event: Mapping[str, Any] | None, context: LambdaContext) -> dict[str
         min_age_seconds=runtime.min_age_seconds,
         max_items=runtime.max_items,
         time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+        region_scope=runtime.region_scope,
     )
     record_metrics(result, metrics, runtime.sink.rules.name)
     metrics.flush_metrics()

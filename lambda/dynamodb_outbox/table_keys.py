@@ -32,6 +32,7 @@ from dynamodb_outbox.envelope import (
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
 )
+from dynamodb_outbox.regions import ATTR_REGION
 
 __all__ = [
     "DEFAULT_TABLE_KEYS",
@@ -78,6 +79,12 @@ def _check_name(role: str, name: object) -> None:
         raise InvalidTableKeys(
             f"the {role} key attribute name {name[:40]!r}... is over DynamoDB's "
             f"{MAX_KEY_NAME_BYTES} bytes for a key attribute name",
+            role,
+        )
+    if name == ATTR_REGION:
+        raise InvalidTableKeys(
+            f"the {role} key attribute name {name!r} is the attribute a multi-region "
+            "writer stamps its region in; choose another",
             role,
         )
     if name in OUTBOX_ATTRIBUTES:

@@ -73,10 +73,14 @@ from dynamodb_outbox.envelope import (
 )
 from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
+from dynamodb_outbox.regions import RegionScope
 from dynamodb_outbox.settings import (
+    ENV_AWS_REGION,
+    ENV_MULTI_REGION,
     ENV_PUBLISH_TO,
     ENV_TABLE_NAME,
     ConfigurationError,
+    multi_region_from_environment,
     table_keys_from_environment,
 )
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
@@ -501,6 +505,12 @@ class OutboxWriter:
     the default, ``sns``, or ``sns_fifo`` for a FIFO topic): events are checked
     against that sink's rules (size, field limits), so an event it would never
     accept is refused here instead of being committed and quarantined.
+    ``region`` (multi-region deployments on a global table, see
+    :mod:`dynamodb_outbox.regions`) is the region this writer writes in: it is
+    stamped on every outbox item, so that only that region's publisher and
+    sweeper publish it. It must be the region of the client's endpoint (the
+    region whose replica takes the write); :meth:`from_environment` reads it
+    from ``AWS_REGION``. None (the default): a single-region deployment, no stamp.
     """
 
     def __init__(
@@ -514,9 +524,16 @@ class OutboxWriter:
         publish_to: str = PUBLISH_TO_EVENTBRIDGE,
         partition_key: str = ATTR_PK,
         sort_key: str = ATTR_SK,
+        region: str | None = None,
     ) -> None:
         if not table_name or not isinstance(table_name, str):
             raise InvalidWrite("table_name must be a non-empty string")
+        if region is not None:
+            try:
+                RegionScope(region)
+            except ValueError as exc:
+                raise InvalidWrite(f"region: {exc}") from None
+        self.region = region
         if isinstance(pending_shards, bool) or not isinstance(pending_shards, int):
             raise InvalidWrite("pending_shards must be an integer")
         if pending_shards != DEFAULT_PENDING_SHARDS:
@@ -558,6 +575,10 @@ class OutboxWriter:
         (``OUTBOX_TABLE_NAME``, ``OUTBOX_PUBLISH_TO``, ``OUTBOX_PARTITION_KEY``,
         ``OUTBOX_SORT_KEY``): set that map on the producer function and the
         table, its keys and its sink have one source, the module's inputs.
+        With ``OUTBOX_MULTI_REGION=true`` (the output sets it when the module is
+        deployed per region on a global table) the writer stamps its items with
+        the runtime's region, ``AWS_REGION`` (Lambda sets it; elsewhere set it to
+        the region of the client's endpoint).
         Raises :class:`InvalidWrite` naming a missing or bad variable.
         """
         environ = os.environ if environ is None else environ
@@ -576,6 +597,7 @@ class OutboxWriter:
             publish_to=environ.get(ENV_PUBLISH_TO, "").strip() or PUBLISH_TO_EVENTBRIDGE,
             partition_key=keys.partition,
             sort_key=keys.sort,
+            region=_writing_region(environ),
         )
 
     @property
@@ -882,7 +904,12 @@ class OutboxWriter:
             )
         partition_key, sort_key = self.table_keys.names
         item = outbox_item(
-            pk, envelope, self.pending_shards, partition_key=partition_key, sort_key=sort_key
+            pk,
+            envelope,
+            self.pending_shards,
+            partition_key=partition_key,
+            sort_key=sort_key,
+            region=self.region,
         )
         label = f"Put outbox event {envelope.type} {self._describe_key(item)}"
         self._check_sink_rules(envelope, index, label)
@@ -995,6 +1022,23 @@ class OutboxWriter:
 
 
 # ------------------------------------------------------------------------- checks
+
+
+def _writing_region(environ: Mapping[str, str]) -> str | None:
+    """``AWS_REGION`` when ``OUTBOX_MULTI_REGION`` is true; None when it is unset or false."""
+    try:
+        multi_region = multi_region_from_environment(environ)
+    except ConfigurationError as exc:
+        raise InvalidWrite(str(exc)) from None
+    if not multi_region:
+        return None
+    region = environ.get(ENV_AWS_REGION, "").strip()
+    if not region:
+        raise InvalidWrite(
+            f"{ENV_MULTI_REGION} is true but {ENV_AWS_REGION} is not set: the writer must "
+            "stamp its items with the region it writes in"
+        )
+    return region
 
 
 def _check_sequences(envelopes: Sequence[Envelope], pk: str, partition_key: str) -> None:

@@ -6,6 +6,7 @@ import importlib.metadata
 import importlib.util
 import io
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -223,3 +224,9 @@ def test_each_handler_imports_from_the_zip_with_only_what_lambda_provides(tmp_pa
         assert Path(files["dynamodb_outbox"]).is_relative_to(extracted), files
         if "ulid" in files:
             assert Path(files["ulid"]).is_relative_to(extracted), files
+
+
+def test_the_names_shared_with_terraform_ship_in_the_installed_distribution() -> None:
+    """``regions`` reads shared_with_terraform.json at import: a wheel without it fails."""
+    text = (ROOT / "lambda" / "pyproject.toml").read_text()
+    assert re.search(r'^dynamodb_outbox = \[[^\]]*"shared_with_terraform\.json"', text, re.M)

@@ -93,7 +93,10 @@ def test_the_package_exports_the_names_application_code_uses_lazily() -> None:
 
 def test_py_typed_ships_in_the_package_the_zip_and_the_layer() -> None:
     assert (LAMBDA_DIR / "dynamodb_outbox" / "py.typed").is_file()
-    assert 'dynamodb_outbox = ["py.typed"]' in (LAMBDA_DIR / "pyproject.toml").read_text()
+    package_data = re.search(
+        r"^dynamodb_outbox = \[([^\]]*)\]", (LAMBDA_DIR / "pyproject.toml").read_text(), re.M
+    )
+    assert package_data is not None and '"py.typed"' in package_data.group(1)
     for name, path in (
         ("dynamodb_outbox.zip", "dynamodb_outbox/py.typed"),
         ("dynamodb_outbox_layer.zip", "python/dynamodb_outbox/py.typed"),

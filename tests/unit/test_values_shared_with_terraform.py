@@ -243,3 +243,30 @@ def test_the_sweepers_defaults_are_the_modules(setting: str, python_default: str
     assert defaults is not None, "variables.tf has no sweeper_defaults local"
     found = re.findall(rf"^\s*{setting}\s*=\s*(\d+)\s*$", defaults.group(1), re.M)
     assert found == [str(getattr(sweeper, python_default))]
+
+
+def test_the_region_attribute_has_one_source_read_by_both_languages() -> None:
+    """Multi-region: the module's filter and the package name the stamp from one JSON file."""
+    import json
+
+    from dynamodb_outbox.regions import ATTR_REGION, REGION_SHARD_SEPARATOR
+
+    shared = REPO_ROOT / "lambda" / "dynamodb_outbox" / "shared_with_terraform.json"
+    values = json.loads(shared.read_text(encoding="utf-8"))
+
+    assert (values["region_attribute"], values["region_shard_separator"]) == (
+        ATTR_REGION,
+        REGION_SHARD_SEPARATOR,
+    )
+    assert re.findall(
+        r'jsondecode\(file\("\$\{path\.module\}/([^"]+)"\)\)', tf("multi_region.tf")
+    ) == ["lambda/dynamodb_outbox/shared_with_terraform.json"]
+    # Nowhere written out: a rename in the JSON reaches every part.
+    assert not [name for name in _tf_files() if ATTR_REGION in tf(name)]
+
+
+def test_the_deployment_package_carries_the_shared_names() -> None:
+    import zipfile
+
+    with zipfile.ZipFile(REPO_ROOT / "package" / "dynamodb_outbox.zip") as package:
+        assert "dynamodb_outbox/shared_with_terraform.json" in package.namelist()

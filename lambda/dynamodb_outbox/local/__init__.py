@@ -46,6 +46,7 @@ from .config import (
 from .context import LambdaContext
 from .events import PAYLOAD_LIMIT_BYTES
 from .moto_clock import stream_records_follow
+from .replication import GlobalTableReplication, ReplicationStats
 from .responses import BatchVerdict, judge_response
 from .results import (
     DrainLimitReached,
@@ -67,6 +68,7 @@ __all__ = [
     "BatchVerdict",
     "DrainLimitReached",
     "DrainResult",
+    "GlobalTableReplication",
     "InterleavingDeadlock",
     "Invocation",
     "LambdaContext",
@@ -74,6 +76,7 @@ __all__ = [
     "MappingConfigError",
     "PollResult",
     "QueueSettings",
+    "ReplicationStats",
     "SeamLedger",
     "SqsMapping",
     "SqsMappingSettings",

@@ -24,7 +24,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS
-from dynamodb_outbox.ops import pending, redrive, release, replay, replay_archive
+from dynamodb_outbox.ops import adopt, pending, redrive, release, replay, replay_archive
 from dynamodb_outbox.ops.common import (
     EXIT_AWS_ERROR,
     EXIT_BAD_INPUT,
@@ -108,6 +108,14 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         f"scripts that pass it; ${ENV_PENDING_SHARDS} likewise)",
     )
     group.add_argument(
+        "--written-in",
+        action="append",
+        metavar="REGION",
+        default=default(None),
+        help="multi-region: read the pending items written in REGION (repeat for several; "
+        "default: a single-region outbox's)",
+    )
+    group.add_argument(
         "--partition-key",
         default=default(environ.get(ENV_PARTITION_KEY) or DEFAULT_TABLE_KEYS.partition),
         help=f"the table's partition key attribute (default: ${ENV_PARTITION_KEY} or "
@@ -132,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     _global_options(common, suppress=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (pending, replay, replay_archive, redrive, release):
+    for module in (pending, replay, replay_archive, redrive, release, adopt):
         module.add_parser(subparsers, [common])
     return parser
 
@@ -245,6 +253,7 @@ def main(
             make_client=factory,
             now=now(),
             table_keys=table_keys,
+            written_in=tuple(args.written_in) if args.written_in else (None,),
             progress=lambda line: _progress(line, err),
         )
         report: Report = args.run(ctx, args)

@@ -35,6 +35,7 @@ from dynamodb_outbox.pending_index import (
     sort_key,
     ulid_time,
 )
+from dynamodb_outbox.regions import regional_shard
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
 if TYPE_CHECKING:
@@ -109,6 +110,9 @@ class Context:
     make_client: ClientFactory
     now: datetime
     table_keys: TableKeys = DEFAULT_TABLE_KEYS
+    #: Whose pending shards the pending index is read in (multi-region,
+    #: ``--written-in``): None stands for the unprefixed shards of a single region.
+    written_in: tuple[str | None, ...] = (None,)
     #: Where a command that waits reports how far it got (stderr; the report is stdout).
     progress: Callable[[str], None] = field(default=lambda line: None)
     _clients: dict[str, Any] = field(default_factory=dict)
@@ -343,7 +347,7 @@ def pending_index_keys(
                 page_limit=limit,
                 table_keys=ctx.table_keys,
             )
-            for shard in shard_keys(ctx.pending_shards)
+            for shard in _shards(ctx, None)
         ]
     )
     keys: list[AttributeMap] = []
@@ -354,10 +358,20 @@ def pending_index_keys(
     return keys
 
 
-def count_pending(ctx: Context) -> int:
+def _shards(ctx: Context, regions: Sequence[str | None] | None) -> list[str]:
+    """The pending-index partitions to read: each region's shards (None: unprefixed)."""
+    return [
+        regional_shard(shard, region)
+        for region in (ctx.written_in if regions is None else regions)
+        for shard in shard_keys(ctx.pending_shards)
+    ]
+
+
+def count_pending(ctx: Context, regions: Sequence[str | None] | None = None) -> int:
+    """Pending items in the shards of ``regions`` (default: ``ctx.written_in``)."""
     client = ctx.client("dynamodb")
     total = 0
-    for shard in shard_keys(ctx.pending_shards):
+    for shard in _shards(ctx, regions):
         for page in query_pages(
             client,
             TableName=ctx.table,

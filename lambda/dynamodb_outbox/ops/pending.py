@@ -29,6 +29,7 @@ from dynamodb_outbox.ops.common import (
     s,
 )
 from dynamodb_outbox.pending_index import is_pending
+from dynamodb_outbox.regions import ATTR_REGION
 
 DEFAULT_LIMIT: Final = 50
 
@@ -49,7 +50,7 @@ item collection lists both kinds and nothing is scanned.
 Read-only: --dry-run changes nothing here.
 """
 
-QUARANTINE_PROJECTION: Final = "#pk, #sk, #type, #status, #reason, #at"
+QUARANTINE_PROJECTION: Final = "#pk, #sk, #type, #status, #reason, #at, #region"
 
 
 def projection_names(ctx: Context) -> dict[str, str]:
@@ -61,6 +62,7 @@ def projection_names(ctx: Context) -> dict[str, str]:
         "#status": ATTR_STATUS,
         "#reason": ATTR_QUARANTINE_REASON,
         "#at": ATTR_QUARANTINED_AT,
+        "#region": ATTR_REGION,
     }
 
 
@@ -139,7 +141,7 @@ def query_collection(ctx: Context, pk: str) -> list[AttributeMap]:
         ctx.client("dynamodb"),
         TableName=ctx.table,
         KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
-        ProjectionExpression="#pk, #sk, #type, #status, #reason, #at, #shard",
+        ProjectionExpression="#pk, #sk, #type, #status, #reason, #at, #region, #shard",
         ExpressionAttributeNames={**projection_names(ctx), "#shard": "outbox_pending_shard"},
         ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": OUTBOX_SK_PREFIX}},
         ConsistentRead=True,

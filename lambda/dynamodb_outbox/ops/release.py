@@ -35,6 +35,7 @@ from dynamodb_outbox.ops.common import (
 )
 from dynamodb_outbox.ops.pending import QUARANTINE_PROJECTION, projection_names, query_collection
 from dynamodb_outbox.pending_index import is_pending
+from dynamodb_outbox.regions import region_of, regional_shard
 
 HELP: Final = "re-queue quarantined items (after a fix) for the sweeper, or publish them now"
 
@@ -148,6 +149,7 @@ def _scan(ctx: Context, wanted: set[str] | None, limit: int | None) -> list[Attr
 def release_item(ctx: Context, item: AttributeMap) -> bool:
     """True if this call released it; False if it was no longer quarantined (or gone)."""
     event_id = event_id_of(s(item, ctx.table_keys.sort))
+    shard = pending_shard(event_id, ctx.pending_shards)
     try:
         ctx.client("dynamodb").update_item(
             TableName=ctx.table,
@@ -163,7 +165,8 @@ def release_item(ctx: Context, item: AttributeMap) -> bool:
             ExpressionAttributeValues={
                 ":pending": {"S": STATUS_PENDING},
                 ":quarantined": {"S": STATUS_QUARANTINED},
-                ":shard": {"S": pending_shard(event_id, ctx.pending_shards)},
+                # Back under the shards of the region that wrote it (multi-region).
+                ":shard": {"S": regional_shard(shard, region_of(item))},
             },
         )
     except ClientError as exc:

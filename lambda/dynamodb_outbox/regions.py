@@ -1,0 +1,176 @@
+"""Multi-region: each outbox item is published by the region that wrote it.
+
+On a DynamoDB global table every replica's stream carries every write, local
+and replicated, and the pending index holds every replica's pending items.
+Deployed once per region, the module would publish each event once per region.
+So in a multi-region deployment:
+
+* the writer stamps the region it writes in on the outbox item
+  (:data:`ATTR_REGION`) and files the item under that region's shards of the
+  pending index (``<region>#00`` .. ``<region>#07``);
+* each region's stream mapping admits only INSERTs stamped with its own region
+  (``main.tf``, ``stream_filter_pattern``), and the publisher checks it again
+  in code (:meth:`RegionScope.takes`), as it does for the other filters;
+* each region's sweeper reads only its own region's shards and checks the stamp
+  of what it reads back.
+
+Items without a stamp (written before multi-region was turned on, or by a
+writer not configured for it) are taken by the one region whose deployment says
+``publishes_unstamped``: the region the table lived in before it became global.
+A region that is lost leaves its pending items stranded until another region
+adopts them (:attr:`RegionScope.adopted`, ``outbox-ops adopt``).
+
+The attribute name and the shard separator are read from
+``shared_with_terraform.json``, the one file the Terraform module reads too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "ATTR_REGION",
+    "REGION_SHARD_SEPARATOR",
+    "SINGLE_REGION",
+    "RegionScope",
+    "region_of",
+    "regional_shard",
+    "stream_filter_patterns",
+]
+
+_SHARED: Final[dict[str, Any]] = json.loads(
+    (Path(__file__).with_name("shared_with_terraform.json")).read_text(encoding="utf-8")
+)
+
+#: The outbox item's attribute holding the region that wrote it (``outbox_region``).
+ATTR_REGION: Final[str] = _SHARED["region_attribute"]
+#: Between the region and the shard number in a regional pending shard: ``eu-west-1#03``.
+REGION_SHARD_SEPARATOR: Final[str] = _SHARED["region_shard_separator"]
+
+
+def regional_shard(shard: str, region: str | None) -> str:
+    """The pending-index partition of a shard: ``shard`` alone, or ``<region>#<shard>``."""
+    return shard if region is None else f"{region}{REGION_SHARD_SEPARATOR}{shard}"
+
+
+def region_of(item: Mapping[str, Any] | None) -> str | None:
+    """The region stamped on a low-level outbox item (or stream image); None when unstamped."""
+    if not isinstance(item, Mapping):
+        return None
+    value = item.get(ATTR_REGION)
+    text = value.get("S") if isinstance(value, Mapping) else None
+    return text if isinstance(text, str) and text else None
+
+
+@dataclass(frozen=True)
+class RegionScope:
+    """Which outbox items one region's publisher and sweeper take.
+
+    ``region`` None: a single-region deployment, which takes every item
+    (stamped or not). Otherwise the region's own items; unstamped ones only
+    when ``unstamped`` (one region of the table does that); and the items of
+    the regions in ``adopted`` (failover: another region was lost), by the
+    sweeper only, once they are ``adopt_after_seconds`` old: a standing rule
+    that stays idle while those regions publish their own within minutes.
+    """
+
+    region: str | None = None
+    unstamped: bool = False
+    adopted: tuple[str, ...] = ()
+    adopt_after_seconds: int = 0
+
+    def __post_init__(self) -> None:
+        if self.region is not None and not _is_region(self.region):
+            raise ValueError(f"region must be an AWS region name, got {self.region!r}")
+        for other in self.adopted:
+            if not _is_region(other):
+                raise ValueError(f"an adopted region must be an AWS region name, got {other!r}")
+            if other == self.region:
+                raise ValueError(f"region {other} cannot adopt itself")
+        if self.adopted and self.region is None:
+            raise ValueError("adopting another region's items needs a multi-region scope")
+        if isinstance(self.adopt_after_seconds, bool) or self.adopt_after_seconds < 0:
+            raise ValueError(f"adopt_after_seconds must be >= 0, got {self.adopt_after_seconds}")
+
+    @property
+    def multi_region(self) -> bool:
+        return self.region is not None
+
+    def takes_region(self, stamped: str | None) -> bool:
+        """Whether an item stamped ``stamped`` (None: unstamped) is this scope's to publish."""
+        if self.region is None:
+            return True
+        if stamped is None:
+            return self.unstamped
+        return stamped == self.region or stamped in self.adopted
+
+    def takes(self, item: Mapping[str, Any] | None) -> bool:
+        """Whether this scope publishes the low-level outbox item (or stream NewImage) ``item``."""
+        if self.region is None:  # single region: no lookup on the publisher's hot path
+            return True
+        return self.takes_region(region_of(item))
+
+    def shard_regions(self) -> list[str | None]:
+        """The regions whose pending shards the sweeper reads (None: the unprefixed shards)."""
+        if self.region is None:
+            return [None]
+        regions: list[str | None] = [self.region, *self.adopted]
+        if self.unstamped:
+            regions.append(None)
+        return regions
+
+
+SINGLE_REGION: Final = RegionScope()
+
+
+def _is_region(name: object) -> bool:
+    # "us-east-1", "eu-central-2", "us-gov-west-1", "cn-north-1": letters, digits, hyphens.
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= 32
+        and all(part.isalnum() and part.isascii() for part in name.split("-"))
+        and REGION_SHARD_SEPARATOR not in name
+    )
+
+
+def parse_regions(text: str) -> tuple[str, ...]:
+    """A comma-separated list of region names, blanks ignored, order kept, no repeats."""
+    seen: list[str] = []
+    for part in text.split(","):
+        name = part.strip()
+        if name and name not in seen:
+            seen.append(name)
+    return tuple(seen)
+
+
+def regions_text(regions: Iterable[str]) -> str:
+    return ",".join(regions)
+
+
+def stream_filter_patterns(sort_key: str, prefix: str, scope: RegionScope) -> list[str]:
+    """The stream mapping's filters (OR-ed) for ``scope``: the JSON the module builds.
+
+    ``main.tf``/``multi_region.tf`` (``stream_filter_patterns``) hold the module's
+    copy, for a :class:`~dynamodb_outbox.local.StreamMapping` in tests. Single
+    region: every outbox INSERT. Multi-region: the INSERTs stamped with the
+    scope's region, and those without a stamp when the scope takes them.
+    """
+    keys = {sort_key: {"S": [{"prefix": prefix}]}}
+    if scope.region is None:
+        patterns: list[dict[str, Any]] = [{"dynamodb": {"Keys": keys}, "eventName": ["INSERT"]}]
+    else:
+        stamps: list[Any] = [[scope.region]]
+        if scope.unstamped:
+            stamps.append([{"exists": False}])
+        patterns = [
+            {
+                "dynamodb": {"Keys": keys, "NewImage": {ATTR_REGION: {"S": stamp}}},
+                "eventName": ["INSERT"],
+            }
+            for stamp in stamps
+        ]
+    return [json.dumps(p, separators=(",", ":"), sort_keys=True) for p in patterns]

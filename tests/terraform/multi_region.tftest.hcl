@@ -1,0 +1,260 @@
+# Multi-region on a DynamoDB global table (multi_region.tf): one instance per
+# region, through provider aliases, sharing the table. The default provider
+# deploys to eu-west-1 (mocks/aws.tfmock.hcl); aws.us_east_1 to us-east-1.
+
+mock_provider "aws" {
+  override_during = plan
+  source          = "./tests/terraform/mocks"
+}
+
+mock_provider "aws" {
+  alias           = "us_east_1"
+  override_during = plan
+  source          = "./tests/terraform/mocks"
+
+  mock_data "aws_region" {
+    defaults = {
+      id   = "us-east-1"
+      name = "us-east-1"
+    }
+  }
+
+  mock_data "aws_dynamodb_table" {
+    defaults = {
+      arn              = "arn:aws:dynamodb:us-east-1:111122223333:table/orders-outbox"
+      stream_arn       = "arn:aws:dynamodb:us-east-1:111122223333:table/orders-outbox/stream/2024-05-01T00:00:00.000"
+      stream_enabled   = true
+      stream_view_type = "NEW_AND_OLD_IMAGES"
+      hash_key         = "PK"
+      range_key        = "SK"
+      attribute = [
+        { name = "PK", type = "S" },
+        { name = "SK", type = "S" },
+        { name = "outbox_pending_shard", type = "S" },
+      ]
+      global_secondary_index = [
+        {
+          name               = "outbox-pending"
+          hash_key           = "outbox_pending_shard"
+          range_key          = "SK"
+          projection_type    = "KEYS_ONLY"
+          non_key_attributes = []
+          read_capacity      = 0
+          write_capacity     = 0
+        },
+      ]
+      billing_mode           = "PAY_PER_REQUEST"
+      server_side_encryption = []
+    }
+  }
+
+  mock_resource "aws_cloudwatch_event_bus" {
+    defaults = {
+      arn = "arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"
+    }
+  }
+}
+
+override_resource {
+  target          = aws_sqs_queue.event_bus_dlq[0]
+  override_during = plan
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
+  }
+}
+
+variables {
+  alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"] }
+  name   = "orders-outbox"
+}
+
+run "single_region_stack_is_unchanged" {
+  command = plan
+
+  assert {
+    condition     = length(output.stream_filter_patterns) == 1 && output.stream_filter_patterns[0] == output.stream_filter_pattern && !contains(keys(aws_lambda_function.publisher.environment[0].variables), "OUTBOX_MULTI_REGION")
+    error_message = "Without multi_region the mapping keeps its one filter and the functions get no multi-region variable."
+  }
+
+  assert {
+    condition     = !contains(keys(output.writer_environment), "OUTBOX_MULTI_REGION") && length(aws_dynamodb_table.this[0].replica) == 0 && length(terraform_data.multi_region) == 0
+    error_message = "Without multi_region the writer stamps nothing and the table has no replica."
+  }
+}
+
+run "home_region_creates_the_global_table" {
+  command = plan
+
+  variables {
+    table        = { stream_view_type = "NEW_AND_OLD_IMAGES" }
+    multi_region = { replica_regions = ["us-east-1"], publishes_unstamped = true }
+  }
+
+  assert {
+    condition     = [for r in aws_dynamodb_table.this[0].replica : r.region_name] == ["us-east-1"]
+    error_message = "The home region's instance must create the table with a replica in each other region."
+  }
+
+  assert {
+    condition = [for f in aws_lambda_event_source_mapping.publisher.filter_criteria[0].filter : jsondecode(f.pattern)] == [
+      { eventName = ["INSERT"], dynamodb = { Keys = { SK = { S = [{ prefix = "OUTBOX#" }] } }, NewImage = { outbox_region = { S = ["eu-west-1"] } } } },
+      { eventName = ["INSERT"], dynamodb = { Keys = { SK = { S = [{ prefix = "OUTBOX#" }] } }, NewImage = { outbox_region = { S = [{ exists = false }] } } } },
+    ]
+    error_message = "The home region's mapping must admit outbox INSERTs stamped eu-west-1 and, publishing unstamped items, those without a stamp."
+  }
+
+  assert {
+    condition = (
+      aws_lambda_function.publisher.environment[0].variables["OUTBOX_MULTI_REGION"] == "true"
+      && aws_lambda_function.publisher.environment[0].variables["OUTBOX_PUBLISHES_UNSTAMPED"] == "true"
+      && aws_lambda_function.sweeper[0].environment[0].variables["OUTBOX_MULTI_REGION"] == "true"
+      && output.writer_environment["OUTBOX_MULTI_REGION"] == "true"
+    )
+    error_message = "Publisher, sweeper and writer must be told the outbox is multi-region."
+  }
+}
+
+run "other_region_takes_its_replica_through_an_alias" {
+  command   = plan
+  providers = { aws = aws.us_east_1 }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:111122223333:orders-outbox-event-bus-dlq"
+    }
+  }
+
+  variables {
+    table        = { create = false, name = "orders-outbox" }
+    multi_region = {}
+  }
+
+  assert {
+    condition     = [for f in aws_lambda_event_source_mapping.publisher.filter_criteria[0].filter : jsondecode(f.pattern).dynamodb.NewImage.outbox_region.S] == [["us-east-1"]]
+    error_message = "The us-east-1 instance must admit only INSERTs stamped us-east-1 (no unstamped ones)."
+  }
+
+  assert {
+    condition     = aws_lambda_function.publisher.environment[0].variables["OUTBOX_PUBLISHES_UNSTAMPED"] == "false" && !contains(keys(aws_lambda_function.sweeper[0].environment[0].variables), "OUTBOX_ADOPTED_REGIONS")
+    error_message = "A region other than the home region publishes no unstamped item and adopts nothing by default."
+  }
+}
+
+run "adoption_is_the_sweepers_behind_an_explicit_input" {
+  command   = plan
+  providers = { aws = aws.us_east_1 }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:111122223333:orders-outbox-event-bus-dlq"
+    }
+  }
+
+  variables {
+    table        = { create = false, name = "orders-outbox" }
+    multi_region = { adopted_regions = ["eu-west-1"] }
+  }
+
+  assert {
+    condition     = aws_lambda_function.sweeper[0].environment[0].variables["OUTBOX_ADOPTED_REGIONS"] == "eu-west-1" && aws_lambda_function.sweeper[0].environment[0].variables["OUTBOX_ADOPT_AFTER_SECONDS"] == "3600" && !contains(keys(aws_lambda_function.publisher.environment[0].variables), "OUTBOX_ADOPTED_REGIONS")
+    error_message = "adopted_regions must reach the sweeper, never the stream publisher."
+  }
+}
+
+run "a_replica_region_listed_twice_is_refused" {
+  command = plan
+
+  variables {
+    table        = { stream_view_type = "NEW_AND_OLD_IMAGES" }
+    multi_region = { replica_regions = ["us-east-1", "us-east-1"] }
+  }
+
+  expect_failures = [var.multi_region]
+}
+
+run "the_own_region_as_a_replica_is_refused" {
+  command = plan
+
+  variables {
+    table        = { stream_view_type = "NEW_AND_OLD_IMAGES" }
+    multi_region = { replica_regions = ["eu-west-1"] }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+run "replicas_without_a_stream_of_both_images_are_refused" {
+  command = plan
+
+  variables {
+    multi_region = { replica_regions = ["us-east-1"] }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+run "replicas_on_an_existing_table_are_refused" {
+  command   = plan
+  providers = { aws = aws.us_east_1 }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:111122223333:orders-outbox-event-bus-dlq"
+    }
+  }
+
+  variables {
+    table        = { create = false, name = "orders-outbox" }
+    multi_region = { replica_regions = ["eu-west-1"] }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+run "a_fifo_topic_per_region_is_refused" {
+  command = plan
+
+  variables {
+    publish_to   = "sns_fifo"
+    multi_region = {}
+  }
+
+  override_resource {
+    target          = aws_sns_topic.this[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sns:eu-west-1:111122223333:orders-outbox.fifo"
+    }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+run "a_replica_without_its_regions_key_is_refused" {
+  command = plan
+
+  variables {
+    kms_key_arn  = "arn:aws:kms:eu-west-1:111122223333:key/11111111-2222-3333-4444-555555555555"
+    table        = { stream_view_type = "NEW_AND_OLD_IMAGES" }
+    multi_region = { replica_regions = ["us-east-1"] }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+run "a_key_named_like_the_region_stamp_is_refused" {
+  command = plan
+
+  variables {
+    table        = { sort_key = "outbox_region" }
+    multi_region = {}
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
