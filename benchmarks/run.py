@@ -176,6 +176,16 @@ def table(results: dict[str, Any]) -> str:
             _status(bare["ratio"] <= cpu_goal, counted=False),
         )
     )
+    if "floor_seconds" in bare:
+        rows.append(
+            (
+                "  floor: the same calls, stored text and Time, no check at all",
+                f"{bare['floor_seconds']:.3f} (ratio {bare['floor_ratio']:.3f})",
+                f"{bare['baseline_seconds']:.3f}",
+                "-",
+                "report",
+            )
+        )
     sweep = results["sweeper_reads"]
     ours_sweep, scan = sweep["ours"], sweep["baseline_scan"]
     rows.append(
