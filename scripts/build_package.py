@@ -208,10 +208,12 @@ def _compiled(python: str, sources: tuple[tuple[str, bytes], ...]) -> list[tuple
             path.write_bytes(data)
             listed.append((arcname, str(path)))
         done = subprocess.run(
-            # -I: nothing from the environment or the user's site; a fixed hash
-            # seed, so that set and frozenset constants marshal in one order.
-            [python, "-I", "-X", "no_debug_ranges", "-c", _COMPILE],
+            # A clean environment (no PYTHONPATH, no user site: -s), with a fixed
+            # hash seed so that set and frozenset constants marshal in one order
+            # (-I or -E would ignore PYTHONHASHSEED).
+            [python, "-s", "-X", "no_debug_ranges", "-c", _COMPILE],
             input=json.dumps(listed),
+            cwd=scratch,  # -c puts the working directory first on sys.path
             capture_output=True,
             text=True,
             env={
