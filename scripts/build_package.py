@@ -62,6 +62,7 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,6 +84,12 @@ VENDORED_METADATA = ("METADATA", "licenses/LICENSE")
 #: accepts (variables.tf: python3.11 on; default python3.13) that this build can
 #: compile. The function's runtime loads its own; others compile the sources.
 BYTECODE_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13")
+
+# -s: no user site; no debug ranges: PEP 657's column tables left out (a quarter of
+# the size; tracebacks then print no ^^^ carets). Not -I or -E: they would ignore
+# the PYTHONHASHSEED the compile step is given.
+_COMPILE_FLAGS: tuple[str, ...] = ("-s", "-X", "no_debug_ranges")
+BYTECODE_CACHE = ROOT / ".cache" / "bytecode"
 
 # Run by each interpreter: compile the sources given on stdin, answer where each
 # .pyc goes (its cache tag) and its bytes, hex-encoded, as JSON on stdout.
@@ -157,11 +164,15 @@ def entries() -> list[tuple[str, Path]]:
 def bytecode_python(version: str) -> Path:
     """The CPython ``version`` (``3.13``) that compiles that version's bytecode."""
     variable = "BYTECODE_PYTHON_" + version.replace(".", "_")
-    candidates = [os.environ.get(variable), shutil.which(f"python{version}")]
+    if variable not in os.environ and sys.version.startswith(version + "."):
+        return Path(sys.executable)  # the running interpreter: nothing to look up
+    # pyenv's own interpreters before PATH, where pyenv puts slow shell shims.
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    candidates += [str(p) for p in sorted(pyenv.glob(f"{version}.*/bin/python"), reverse=True)]
-    if sys.version.startswith(version + "."):
-        candidates.insert(1, sys.executable)
+    candidates = [
+        os.environ.get(variable),
+        *(str(p) for p in sorted(pyenv.glob(f"{version}.*/bin/python"), reverse=True)),
+        shutil.which(f"python{version}"),
+    ]
     for candidate in candidates:
         if candidate and _python_version(candidate).startswith(version + "."):
             return Path(candidate)
@@ -190,15 +201,39 @@ def bytecode() -> list[tuple[str, bytes]]:
     sources = tuple(
         (arcname, path.read_bytes()) for arcname, path in entries() if arcname.endswith(".py")
     )
-    compiled: list[tuple[str, bytes]] = []
-    for version in BYTECODE_VERSIONS:
-        compiled += _compiled(str(bytecode_python(version)), sources)
-    return compiled
+    pythons = [str(bytecode_python(version)) for version in BYTECODE_VERSIONS]
+    # One interpreter per version, run side by side (each is a subprocess).
+    with ThreadPoolExecutor(max_workers=len(pythons)) as pool:
+        results = list(pool.map(lambda python: _compiled(python, sources), pythons))
+    return [entry for result in results for entry in result]
 
 
 @functools.cache
 def _compiled(python: str, sources: tuple[tuple[str, bytes], ...]) -> list[tuple[str, bytes]]:
-    # Cached per process: the tests build the zip several times from the same sources.
+    """The bytecode of ``sources`` by ``python``, from the cache when it has it.
+
+    Cached per process and in ``.cache/bytecode/`` (git-ignored), keyed by the
+    interpreter's path and exact version, the compile step and every source
+    byte: the output is deterministic, so a hit is what a compile would give.
+    The tests and ``--check`` build the zip many times from the same sources;
+    delete ``.cache/bytecode`` to compile everything afresh.
+    """
+    key = hashlib.sha256(
+        repr((python, _python_version(python), _COMPILE, _COMPILE_FLAGS, sources)).encode()
+    ).hexdigest()
+    cached = BYTECODE_CACHE / f"{key}.json"
+    try:
+        files = json.loads(cached.read_text())
+    except (OSError, ValueError):
+        files = _compile_with(python, sources)
+        BYTECODE_CACHE.mkdir(parents=True, exist_ok=True)
+        scratch = cached.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_text(json.dumps(files))
+        os.replace(scratch, cached)  # atomic: parallel builds never read half a file
+    return [(name, bytes.fromhex(data)) for name, data in files.items()]
+
+
+def _compile_with(python: str, sources: tuple[tuple[str, bytes], ...]) -> dict[str, str]:
     digest = hashlib.sha256(repr(sources).encode()).hexdigest()[:12]
     with tempfile.TemporaryDirectory(prefix=f"outbox-pyc-{digest}-") as scratch:
         listed = []
@@ -211,7 +246,7 @@ def _compiled(python: str, sources: tuple[tuple[str, bytes], ...]) -> list[tuple
             # A clean environment (no PYTHONPATH, no user site: -s), with a fixed
             # hash seed so that set and frozenset constants marshal in one order
             # (-I or -E would ignore PYTHONHASHSEED).
-            [python, "-s", "-X", "no_debug_ranges", "-c", _COMPILE],
+            [python, *_COMPILE_FLAGS, "-c", _COMPILE],
             input=json.dumps(listed),
             cwd=scratch,  # -c puts the working directory first on sys.path
             capture_output=True,
@@ -225,8 +260,8 @@ def _compiled(python: str, sources: tuple[tuple[str, bytes], ...]) -> list[tuple
         )
     if done.returncode != 0:
         raise BuildError(f"{python} could not compile the package:\n{done.stderr.strip()}")
-    answer = json.loads(done.stdout)
-    return [(name, bytes.fromhex(data)) for name, data in answer["files"].items()]
+    files: dict[str, str] = json.loads(done.stdout)["files"]
+    return files
 
 
 def files() -> list[tuple[str, bytes]]:
