@@ -333,7 +333,7 @@ def notes(results: dict[str, Any]) -> str:
         f"cold start: median of {cold['runs']} fresh interpreters per module and Python "
         f"({', '.join(sorted(cold['pythons']))}) after a warm-up; package/dynamodb_outbox.zip "
         "extracted and imported with -B (nothing written back, as in Lambda's read-only task "
-        "directory): the package loads from the unchecked-hash .pyc the zip ships for that "
+        "directory): the package loads from the checked-hash .pyc the zip ships for that "
         "Python; boto3 and Powertools (from its layer on Lambda) from that Python's "
         "environment (for 3.13: benchmarks/.cache/python3.13, built by make bench). The goal "
         "is for the handlers Terraform deploys (publisher, sweeper). Timing on a shared "

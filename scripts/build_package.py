@@ -25,8 +25,10 @@ the package adds to ``import boto3``). Each module therefore also ships
 compiled, as ``__pycache__/<module>.cpython-3XY.pyc`` next to its source, for
 every runtime the module accepts that Lambda has and this build can compile
 (:data:`BYTECODE_VERSIONS`: python3.11, 3.12 and 3.13, the default). The files
-are PEP 552 unchecked-hash pycs: no timestamp inside (reproducible), and the
-import system loads them without reading the source back. A runtime without
+are PEP 552 checked-hash pycs: no timestamp inside (reproducible); the import
+system hashes the source (fast, no compile) and uses the pyc when it matches,
+so a source edited after deployment (the console's editor, a patched layer)
+is compiled and runs, never shadowed by stale bytecode. A runtime without
 its tag (python3.14, with hashicorp/aws 6.20 or newer) finds no ``.pyc`` of
 its own and compiles the sources as before: slower at start, never wrong. Each
 version is compiled by that CPython (found on PATH as ``python3.X``, under
@@ -100,7 +102,7 @@ with tempfile.TemporaryDirectory() as scratch:
     for arcname, source in json.load(sys.stdin):
         cfile = os.path.join(scratch, "out.pyc")
         py_compile.compile(source, cfile=cfile, dfile=arcname, doraise=True,
-                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
         with open(cfile, "rb") as handle:
             out[importlib.util.cache_from_source(arcname)] = handle.read().hex()
 json.dump({"version": sys.version.split()[0], "files": out}, sys.stdout)

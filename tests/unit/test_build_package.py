@@ -65,8 +65,11 @@ def test_zip_ships_the_handlers_and_python_ulid_not_the_local_runtime_or_bytecod
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
-def test_zip_ships_unchecked_hash_bytecode_of_every_module_for_each_runtime() -> None:
-    """PEP 552 pycs (no timestamp: reproducible), one per shipped module and version."""
+def test_zip_ships_checked_hash_bytecode_of_every_module_for_each_runtime() -> None:
+    """PEP 552 pycs (no timestamp: reproducible), one per shipped module and version.
+
+    Checked: a source edited after deployment is compiled, not shadowed by its pyc.
+    """
     builder = _load_builder()
     with zipfile.ZipFile(io.BytesIO(builder.build())) as archive:
         files = {i.filename: archive.read(i) for i in archive.infolist()}
@@ -79,7 +82,7 @@ def test_zip_ships_unchecked_hash_bytecode_of_every_module_for_each_runtime() ->
             folder, _, module = source.rpartition("/")
             pyc = files[f"{folder}/__pycache__/{module[:-3]}.{tag}.pyc"]
             flags = int.from_bytes(pyc[4:8], "little")
-            assert flags == 0b01, (source, version)  # hash-based, source not checked
+            assert flags == 0b11, (source, version)  # hash-based, checked against the source
             if version == running:  # the hash is keyed by the interpreter's own magic
                 assert pyc[8:16] == importlib.util.source_hash(files[source]), source
     pycs = [n for n in files if n.endswith(".pyc")]
@@ -294,3 +297,29 @@ def test_handlers_load_the_shipped_bytecode_and_compile_nothing(tmp_path: Path) 
         assert ours, f"{handler}: nothing loaded from the zip"
         compiled = [path for path in ours if not path.endswith(".pyc")]
         assert not compiled, f"{handler} compiled these at start: {compiled}"
+
+
+def test_a_source_edited_after_deployment_runs_instead_of_its_shipped_bytecode(
+    tmp_path: Path,
+) -> None:
+    """Checked-hash pycs: an edit in the deployed function (the console's editor) takes effect."""
+    extracted = tmp_path / "zip"
+    with zipfile.ZipFile(ROOT / "package" / "dynamodb_outbox.zip") as archive:
+        archive.extractall(extracted)
+    source = extracted / "dynamodb_outbox" / "sizes.py"
+    source.write_text(source.read_text() + "\nEDITED_AFTER_DEPLOYMENT = True\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-B",
+            "-c",
+            "import dynamodb_outbox.sizes as s; print(hasattr(s, 'EDITED_AFTER_DEPLOYMENT'))",
+        ],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(extracted)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
