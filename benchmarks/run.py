@@ -3,9 +3,10 @@
 Only ``make bench`` passes ``--write``: the committed results are always a whole run
 of the same code, with the cold start on every Python it names.
 
-Exits non-zero, saying why, when a counted figure (calls per event, zip size)
-is above its goal. Timings are reported against their goals, never failed on:
-they depend on the machine and on what else runs on it.
+Exits non-zero, saying why, when a counted figure (calls per event, zip size
+against Lambda's 3 MB console-editor limit) is above its goal. Timings are
+reported against their goals, never failed on: they depend on the machine and
+on what else runs on it.
 """
 
 from __future__ import annotations
@@ -165,47 +166,85 @@ def table(results: dict[str, Any]) -> str:
         )
     )
     bare = results["cpu_per_1000_events_no_emulator"]
+    cpu_goal = bare.get("goal_ratio", measures.CPU_RATIO_GOAL)
     rows.append(
         (
             f"  same, no emulator (median of {bare['repetitions']}, canned answers)",
-            f"{bare['ours_seconds']:.3f}",
+            f"{bare['ours_seconds']:.3f} (ratio {bare['ratio']:.3f})",
             f"{bare['baseline_seconds']:.3f}",
-            f"ratio {bare['ratio']:.2f}",
-            "report",
+            f"ratio <= {cpu_goal:.2f}",
+            _status(bare["ratio"] <= cpu_goal, counted=False),
         )
     )
+    if "floor_seconds" in bare:
+        rows.append(
+            (
+                "  floor: the same calls, stored text and Time, no check at all",
+                f"{bare['floor_seconds']:.3f} (ratio {bare['floor_ratio']:.3f})",
+                f"{bare['baseline_seconds']:.3f}",
+                "-",
+                "report",
+            )
+        )
     sweep = results["sweeper_reads"]
+    ours_sweep, scan = sweep["ours"], sweep["baseline_scan"]
     rows.append(
         (
             f"sweeper items read / pending item ({sweep['entity_items']:,} entities"
             f" + {sweep['pending_items']} pending)",
-            f"{sweep['ours']['per_pending_item']:.1f} (index Query + BatchGetItem)",
-            f"{sweep['baseline_scan']['per_pending_item']:.1f} (Scan + filter)",
+            f"{ours_sweep['per_pending_item']:.1f} (index Query + BatchGetItem)",
+            f"{scan['per_pending_item']:.1f} (Scan + filter)",
+            "-",
+            "report",
+        )
+    )
+    rows.append(
+        (
+            f"  read units of that sweep (table {scan['table_bytes'] / 1024:.0f} KB)",
+            f"{ours_sweep['read_units']:.1f} (read-back eventually consistent; "
+            f"{ours_sweep['read_units_if_read_back_consistent']:.1f} consistent)",
+            f"{scan['read_units']:.1f} (0.5 per 4 KB of the whole table)",
             "-",
             "report",
         )
     )
     cold = results["cold_start"]
+    goal_modules = cold.get("goal_modules", [])
     for python, measured in sorted(cold["pythons"].items(), reverse=True):
         for module, row in measured["modules"].items():
+            counted = module in goal_modules
             rows.append(
                 (
                     f"import ms above boto3, from the zip, Python {python}: "
-                    f"{module.split('.')[-1]}",
+                    f"{module.split('.')[-1]}{' (handler)' if counted else ''}",
                     f"{row['added_ms']:.0f} (min {row['added_ms_min']:.0f})",
                     f"boto3 alone {measured['boto3_import_seconds'] * 1000:.0f}",
-                    f"<= {cold['goal_added_ms']:.0f}",
-                    _status(row["added_ms"] <= cold["goal_added_ms"], counted=False),
+                    f"<= {cold['goal_added_ms']:.0f}" if counted else "-",
+                    _status(row["added_ms"] <= cold["goal_added_ms"], counted=False)
+                    if counted
+                    else "report",
                 )
             )
     zipped = results["zip_size"]
     rows.append(
         (
-            f"deployment zip ({zipped['path']})",
+            f"deployment zip ({zipped['path']}), bytecode for "
+            f"{', '.join(zipped['bytecode_for']) or 'no Python'}",
             f"{zipped['bytes'] / 1024:.1f} KB",
             f"{zipped['baseline_bytes'] / 1024:.1f} KB (baseline module alone)",
-            f"<= {zipped['goal_bytes'] / 1024:.0f} KB",
+            f"<= {zipped['goal_bytes'] / 1e6:.0f} MB (console editor)",
             _status(zipped["bytes"] <= zipped["goal_bytes"]),
+        )
+    )
+    rows.append(
+        (
+            "  same zip without its bytecode (the sources)",
+            f"{zipped['source_only_bytes'] / 1024:.1f} KB",
+            "",
+            f"aim {zipped['source_aim_bytes'] / 1024:.0f} KB",
+            "report"
+            if zipped["source_only_bytes"] <= zipped["source_aim_bytes"]
+            else "over the aim (reported)",
         )
     )
     cost = results["write_cost"]
@@ -293,10 +332,16 @@ def notes(results: dict[str, Any]) -> str:
         "parsed): the handler's own CPU, client library included.",
         f"cold start: median of {cold['runs']} fresh interpreters per module and Python "
         f"({', '.join(sorted(cold['pythons']))}) after a warm-up; package/dynamodb_outbox.zip "
-        "extracted and imported with -B (compiled at each start, as on Lambda); boto3 and "
-        "Powertools (from its layer on Lambda) from that Python's environment (for 3.13: "
-        "benchmarks/.cache/python3.13, built by make bench). Timing on a shared machine: "
-        "reported, not failed.",
+        "extracted and imported with -B (nothing written back, as in Lambda's read-only task "
+        "directory): the package loads from the checked-hash .pyc the zip ships for that "
+        "Python; boto3 and Powertools (from its layer on Lambda) from that Python's "
+        "environment (for 3.13: benchmarks/.cache/python3.13, built by make bench). The goal "
+        "is for the handlers Terraform deploys (publisher, sweeper). Timing on a shared "
+        "machine: reported, not failed.",
+        "sweeper read units: DynamoDB's rule (4 KB units, eventually consistent at half a "
+        "unit; BatchGetItem rounds each item, Query and Scan each call's total; index reads "
+        "are always eventually consistent) applied to the items each call returned (the "
+        "Scan: to every item of the table, in pages of 1 MB).",
         "write cost: WCU = ceil(item size / 1 KB) per item (writer.item_size), x2 in a "
         "transaction; the pending-index entry is the key attributes only (KEYS_ONLY); "
         "index writes are not doubled by the transaction. Arithmetic:",

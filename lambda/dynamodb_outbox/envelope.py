@@ -58,6 +58,7 @@ it, whichever sink the outbox publishes to:
 from __future__ import annotations
 
 import json
+import math
 import re
 import zlib
 from collections.abc import Callable, Mapping
@@ -65,7 +66,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from dynamodb_outbox.event_ids import event_id_milliseconds, new_event_id
+from dynamodb_outbox.event_ids import (
+    event_id_milliseconds,
+    is_canonical_event_id,
+    new_event_id,
+)
 from dynamodb_outbox.payload_json import PayloadNotEncodable, dumps, to_json_value
 from dynamodb_outbox.regions import ATTR_REGION, regional_shard
 
@@ -135,6 +140,7 @@ MAX_SEQUENCE: Final = 2**63 - 1
 _SEQUENCE_DIGITS: Final = len(str(MAX_SEQUENCE))
 
 _REQUIRED_FIELDS = ("specversion", "id", "type", "source", "time", "subject", "data")
+_REQUIRED_SET: Final = frozenset(_REQUIRED_FIELDS)
 # The optional attributes: the Python field of each, by its CloudEvents name.
 _OPTIONAL_ATTRIBUTES: Final = (
     ("dataschema", "dataschema"),
@@ -198,11 +204,7 @@ class Envelope:
         text = _dumps(self.to_dict())
         undeliverable = _UNDELIVERABLE_CHARACTER.search(text)
         if undeliverable is not None:
-            raise InvalidEnvelope(
-                f"envelope holds the character U+{ord(undeliverable.group()):04X}, which SQS "
-                "refuses in message bodies (U+FFFE, U+FFFF and surrogates): no consumer queue "
-                "could receive the event"
-            )
+            raise _undeliverable(undeliverable.group())
         object.__setattr__(self, "_json", text)
 
     @property
@@ -242,33 +244,7 @@ class Envelope:
     @classmethod
     def from_dict(cls, data: Any) -> Envelope:
         """The envelope of a CloudEvents 1.0 JSON event (unknown extensions are ignored)."""
-        if not isinstance(data, Mapping):
-            raise InvalidEnvelope(f"envelope must be a JSON object, got {type(data).__name__}")
-        missing = [name for name in _REQUIRED_FIELDS if name not in data]
-        if missing:
-            raise InvalidEnvelope(f"envelope is missing field(s): {', '.join(missing)}")
-        if data["specversion"] != SPEC_VERSION:
-            raise InvalidEnvelope(
-                f"envelope field 'specversion' must be {SPEC_VERSION!r} (CloudEvents 1.0), "
-                f"got {str(data['specversion'])[:32]!r}"
-            )
-        content_type = data.get("datacontenttype", DATA_CONTENT_TYPE)
-        if content_type != DATA_CONTENT_TYPE:
-            raise InvalidEnvelope(
-                f"envelope field 'datacontenttype' must be {DATA_CONTENT_TYPE!r}, "
-                f"got {str(content_type)[:64]!r}"
-            )
-        optional = {python: data.get(name) for name, python in _OPTIONAL_ATTRIBUTES}
-        return cls(
-            sequence=_sequence_of(data.get("sequence")),
-            id=data["id"],
-            type=data["type"],
-            source=data["source"],
-            time=data["time"],
-            subject=data["subject"],
-            data=data["data"],
-            **optional,
-        )
+        return cls(**_fields_of(data))
 
     @classmethod
     def from_json(cls, text: str | bytes, *, parse_float: Callable[[str], Any] = float) -> Envelope:
@@ -283,9 +259,119 @@ class Envelope:
             raise InvalidEnvelope(f"envelope is not valid JSON: {exc}") from exc
         return cls.from_dict(data)
 
+    @classmethod
+    def from_stored_json(cls, text: str) -> Envelope:
+        """The envelope an outbox item stores, whose JSON (:meth:`to_json`) is ``text`` itself.
+
+        The publisher and the sweeper send the stored text as it is, so it is
+        parsed once and never re-encoded. Every check the constructor makes is
+        made once, on the parsed values or on ``text`` (which is what consumers
+        receive): the fields, the ULID, the time, the nesting depth (skipped
+        when ``text`` has too few brackets to reach it), JSON's own values only
+        (no NaN or infinities) and no character SQS refuses anywhere in
+        ``text``. Raises :class:`InvalidEnvelope` where the constructor would.
+        """
+        try:
+            data = _STORED_DECODER.decode(text)
+        except InvalidEnvelope:
+            raise
+        except RecursionError:
+            raise InvalidEnvelope(
+                f"envelope JSON nests deeper than {MAX_NESTING_DEPTH} levels"
+            ) from None
+        except (ValueError, TypeError) as exc:
+            raise InvalidEnvelope(f"envelope is not valid JSON: {exc}") from exc
+        envelope = cls.__new__(cls)
+        # A frozen dataclass keeps its fields in __dict__: set them without
+        # __post_init__, whose snapshot and re-encoding the stored text makes moot.
+        vars(envelope).update(_fields_of(data), _json=text)
+        _validate_fields(envelope)
+        if text.count("{") + text.count("[") > MAX_NESTING_DEPTH:
+            _check_depth(envelope.data)  # only then can the data nest too deep
+        vars(envelope)["_utc_time"] = _utc_time_of(envelope.time)
+        _check_deliverable(text, data)
+        return envelope
+
     @property
     def outbox_sk(self) -> str:
         return OUTBOX_SK_PREFIX + self.id
+
+
+def _fields_of(data: Any) -> dict[str, Any]:
+    """The constructor's arguments for a CloudEvents 1.0 JSON event (extensions it knows)."""
+    if not isinstance(data, Mapping):
+        raise InvalidEnvelope(f"envelope must be a JSON object, got {type(data).__name__}")
+    if not data.keys() >= _REQUIRED_SET:
+        missing = [name for name in _REQUIRED_FIELDS if name not in data]
+        raise InvalidEnvelope(f"envelope is missing field(s): {', '.join(missing)}")
+    if data["specversion"] != SPEC_VERSION:
+        raise InvalidEnvelope(
+            f"envelope field 'specversion' must be {SPEC_VERSION!r} (CloudEvents 1.0), "
+            f"got {str(data['specversion'])[:32]!r}"
+        )
+    content_type = data.get("datacontenttype", DATA_CONTENT_TYPE)
+    if content_type != DATA_CONTENT_TYPE:
+        raise InvalidEnvelope(
+            f"envelope field 'datacontenttype' must be {DATA_CONTENT_TYPE!r}, "
+            f"got {str(content_type)[:64]!r}"
+        )
+    # Spelt out (the names of _OPTIONAL_ATTRIBUTES): the publisher reads every event.
+    return {
+        "type": data["type"],
+        "source": data["source"],
+        "subject": data["subject"],
+        "data": data["data"],
+        "id": data["id"],
+        "time": data["time"],
+        "dataschema": data.get("dataschema"),
+        "correlation_id": data.get("correlationid"),
+        "traceparent": data.get("traceparent"),
+        "tracestate": data.get("tracestate"),
+        "sequence": _sequence_of(data.get("sequence")),
+    }
+
+
+def _refuse_constant(name: str) -> Any:
+    raise InvalidEnvelope(f"envelope holds {name}, which strict JSON cannot represent")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InvalidEnvelope(f"envelope holds the number {text[:40]}, too large for a double")
+    return value
+
+
+# Made once: json.loads with arguments builds a decoder at every call.
+_STORED_DECODER: Final = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_finite_float
+)
+
+# An undeliverable character, or an escape that could stand for one; a surrogate
+# pair is fine once decoded, hence the exact check after an escape is found.
+_UNDELIVERABLE_RAW_OR_ESCAPED: Final = re.compile(
+    "[\ud800-\udfff\ufffe\uffff]" r"|\\u(?:[dD][89a-fA-F]|[fF]{3}[eEfF])"
+)
+
+
+def _check_deliverable(text: str, data: Any) -> None:
+    """No character SQS refuses in ``text``, raw or escaped (``data``: ``text`` parsed)."""
+    if text.isascii() and "\\u" not in text:
+        return  # the common case, told without a regex
+    if _UNDELIVERABLE_RAW_OR_ESCAPED.search(text) is None:
+        return
+    found = _UNDELIVERABLE_CHARACTER.search(text) or _UNDELIVERABLE_CHARACTER.search(
+        json.dumps(data, ensure_ascii=False)
+    )
+    if found is not None:
+        raise _undeliverable(found.group())
+
+
+def _undeliverable(character: str) -> InvalidEnvelope:
+    return InvalidEnvelope(
+        f"envelope holds the character U+{ord(character):04X}, which SQS refuses in message "
+        "bodies (U+FFFE, U+FFFF and surrogates): no consumer queue could receive the event"
+    )
 
 
 def _dumps(data: Mapping[str, Any]) -> str:
@@ -363,10 +449,13 @@ def _validate_fields(envelope: Envelope) -> None:
         value = getattr(envelope, name)
         if not isinstance(value, str) or not value:
             raise InvalidEnvelope(f"envelope field {name!r} must be a non-empty string")
-    try:
-        event_id_milliseconds(envelope.id)
-    except ValueError as exc:
-        raise InvalidEnvelope(f"envelope id {envelope.id[:64]!r} is not a ULID: {exc}") from exc
+    if not is_canonical_event_id(envelope.id):
+        try:  # the parse says why
+            event_id_milliseconds(envelope.id)
+            why = "not in canonical form"
+        except ValueError as exc:
+            why = str(exc)
+        raise InvalidEnvelope(f"envelope id {envelope.id[:64]!r} is not a ULID: {why}")
     if not isinstance(envelope.data, Mapping):
         raise InvalidEnvelope("envelope field 'data' must be a JSON object")
     for name, python_name in _OPTIONAL_ATTRIBUTES:

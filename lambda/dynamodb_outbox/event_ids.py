@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 import time
 from datetime import datetime
@@ -40,6 +41,7 @@ __all__ = [
     "event_id_datetime",
     "event_id_for",
     "event_id_milliseconds",
+    "is_canonical_event_id",
     "lowest_event_id_at",
     "new_event_id",
 ]
@@ -47,6 +49,10 @@ __all__ = [
 EVENT_ID_LENGTH: Final = 26
 MAX_MILLISECONDS: Final = (1 << 48) - 1
 _RANDOMNESS_BYTES: Final = 10
+# A canonical ULID: 26 characters of Crockford's base32 in upper case (no I, L, O,
+# U), the first at most 7 (128 bits in 130). What python-ulid parses and writes
+# back unchanged, told without building a ULID (the publisher checks every event).
+_CANONICAL: Final = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}", re.ASCII)
 
 
 class _Generator:
@@ -146,6 +152,11 @@ def _parse(text: object) -> ULID:
             f"ids must sort by time as plain strings"
         )
     return parsed
+
+
+def is_canonical_event_id(text: object) -> bool:
+    """Whether ``text`` is a ULID in canonical form (what :func:`event_id_milliseconds` takes)."""
+    return isinstance(text, str) and _CANONICAL.fullmatch(text) is not None
 
 
 def event_id_milliseconds(text: object) -> int:

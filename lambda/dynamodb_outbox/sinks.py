@@ -106,7 +106,8 @@ _RESERVED_SOURCE_PREFIX: Final = "aws."
 # 9,223,372,036,854,775,807."
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
-_LONG_DIGIT_RUN: Final = re.compile(r"\d{19}")
+# JSON writes numbers in ASCII digits only.
+_LONG_DIGIT_RUN: Final = re.compile(r"[0-9]{19}")
 
 # The per-entry codes that say the entry itself is malformed: quarantined.
 # AccessDeniedException, InvalidAccountIdException and the two
@@ -279,7 +280,9 @@ class SinkRules(Protocol):
 def _utf16_length(text: str) -> int:
     # AWS length constraints count characters as its Java services do: UTF-16
     # code units, two for a character outside the Basic Multilingual Plane.
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _int64_overflow(data: Any) -> int | None:

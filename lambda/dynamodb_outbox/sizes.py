@@ -144,6 +144,8 @@ QUEUE_DELIVERY_BUDGET_BYTES: Final = QUEUE_MAX_MESSAGE_BYTES - DLQ_ATTRIBUTES_AL
 
 def json_string_bytes(text: str) -> int:
     """Bytes of ``text`` as a JSON string, quotes included, at its longest (ASCII-escaped)."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return len(text) + 2  # nothing to escape: printable ASCII is written as it is
     return len(json.dumps(text, ensure_ascii=True))
 
 

@@ -61,7 +61,53 @@ def test_zip_ships_the_handlers_and_python_ulid_not_the_local_runtime_or_bytecod
     assert not [n for n in names if n.startswith("dynamodb_outbox/local/")]
     assert not [n for n in names if n.startswith("dynamodb_outbox/testing/")]
     assert "dynamodb_outbox/routing.py" in names  # the consumer imports it
+    # The sources come from lambda/ only: no bytecode a machine happened to cache.
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def test_zip_ships_checked_hash_bytecode_of_every_module_for_each_runtime() -> None:
+    """PEP 552 pycs (no timestamp: reproducible), one per shipped module and version.
+
+    Checked: a source edited after deployment is compiled, not shadowed by its pyc.
+    """
+    builder = _load_builder()
+    with zipfile.ZipFile(io.BytesIO(builder.build())) as archive:
+        files = {i.filename: archive.read(i) for i in archive.infolist()}
+    sources = [n for n in files if n.endswith(".py")]
+    assert builder.BYTECODE_VERSIONS == ("3.11", "3.12", "3.13")
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for version in builder.BYTECODE_VERSIONS:
+        tag = "cpython-" + version.replace(".", "")
+        for source in sources:
+            folder, _, module = source.rpartition("/")
+            pyc = files[f"{folder}/__pycache__/{module[:-3]}.{tag}.pyc"]
+            flags = int.from_bytes(pyc[4:8], "little")
+            assert flags == 0b11, (source, version)  # hash-based, checked against the source
+            if version == running:  # the hash is keyed by the interpreter's own magic
+                assert pyc[8:16] == importlib.util.source_hash(files[source]), source
+    pycs = [n for n in files if n.endswith(".pyc")]
+    assert len(pycs) == len(sources) * len(builder.BYTECODE_VERSIONS)
+    own = f"cpython-{sys.version_info.major}{sys.version_info.minor}.pyc"
+    assert {files[n][:4] for n in pycs if n.endswith(own)} == {importlib.util.MAGIC_NUMBER}
+
+
+def test_the_default_runtime_gets_bytecode() -> None:
+    """variables.tf's default lambda_runtime is one of the versions compiled."""
+    builder = _load_builder()
+    variables = (ROOT / "variables.tf").read_text()
+    block = variables[variables.index('variable "lambda_runtime"') :]
+    default = re.search(r'default\s*=\s*"python(3\.\d+)"', block)
+    assert default is not None
+    assert default.group(1) in builder.BYTECODE_VERSIONS
+
+
+def test_a_zip_without_bytecode_holds_the_same_sources() -> None:
+    builder = _load_builder()
+    with zipfile.ZipFile(io.BytesIO(builder.build(with_bytecode=False))) as archive:
+        bare = {i.filename: archive.read(i) for i in archive.infolist()}
+    with zipfile.ZipFile(io.BytesIO(builder.build())) as archive:
+        full = {i.filename: archive.read(i) for i in archive.infolist()}
+    assert bare == {n: d for n, d in full.items() if not n.endswith(".pyc")}
 
 
 def test_build_refuses_a_python_ulid_other_than_the_pinned_one(
@@ -230,3 +276,56 @@ def test_the_names_shared_with_terraform_ship_in_the_installed_distribution() ->
     """``regions`` reads shared_with_terraform.json at import: a wheel without it fails."""
     text = (ROOT / "lambda" / "pyproject.toml").read_text()
     assert re.search(r'^dynamodb_outbox = \[[^\]]*"shared_with_terraform\.json"', text, re.M)
+
+
+def test_handlers_load_the_shipped_bytecode_and_compile_nothing(tmp_path: Path) -> None:
+    """On a runtime the zip has bytecode for, no module of the package is compiled at start.
+
+    Lambda's task directory is read-only: a module compiled from source is
+    compiled again at every cold start. ``-v`` names where each code object
+    came from.
+    """
+    extracted = tmp_path / "zip"
+    with zipfile.ZipFile(ROOT / "package" / "dynamodb_outbox.zip") as archive:
+        archive.extractall(extracted)
+    site = _lambda_like_site(tmp_path / "site")
+    for handler in ("dynamodb_outbox.publisher", "dynamodb_outbox.sweeper"):
+        done = subprocess.run(
+            [sys.executable, "-S", "-B", "-v", "-c", f"import boto3, {handler}"],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": f"{extracted}:{site}", "AWS_DEFAULT_REGION": "us-east-1"},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        loaded = re.findall(r"^# code object from '?(.+?)'?$", done.stderr, re.MULTILINE)
+        ours = [path for path in loaded if Path(path).is_relative_to(extracted)]
+        assert ours, f"{handler}: nothing loaded from the zip"
+        compiled = [path for path in ours if not path.endswith(".pyc")]
+        assert not compiled, f"{handler} compiled these at start: {compiled}"
+
+
+def test_a_source_edited_after_deployment_runs_instead_of_its_shipped_bytecode(
+    tmp_path: Path,
+) -> None:
+    """Checked-hash pycs: an edit in the deployed function (the console's editor) takes effect."""
+    extracted = tmp_path / "zip"
+    with zipfile.ZipFile(ROOT / "package" / "dynamodb_outbox.zip") as archive:
+        archive.extractall(extracted)
+    source = extracted / "dynamodb_outbox" / "sizes.py"
+    source.write_text(source.read_text() + "\nEDITED_AFTER_DEPLOYMENT = True\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-B",
+            "-c",
+            "import dynamodb_outbox.sizes as s; print(hasattr(s, 'EDITED_AFTER_DEPLOYMENT'))",
+        ],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(extracted)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
