@@ -516,15 +516,15 @@ class Flow:
         )
         for key, consumer in list(self.consumers.items()):
             config = _mapping(lambda_client, consumer.uuid, missing_ok=True)
-            if config is None:  # deleted: Lambda stops polling
+            function = _function(lambda_client, consumer.function.function.name)
+            if config is None or function is None:  # deleted: Lambda stops polling
+                # (the function goes after its mapping: read between the two deletes)
                 self.runtime.mappings.remove(consumer.mapping)
                 del self.consumers[key]
                 self.removed_at[key] = self.step
                 continue
             consumer.mapping.update(config)
-            consumer.function.follow(
-                DeployedFunction.read(lambda_client, consumer.function.function.name)
-            )
+            consumer.function.follow(function)
 
     def depths(self, key: str) -> dict[str, int]:
         consumer = self.consumers[key]
@@ -574,6 +574,13 @@ def _mapping(lambda_client: Any, uuid: str, *, missing_ok: bool = False) -> Any:
         if missing_ok:
             return None
         raise
+
+
+def _function(lambda_client: Any, name: str) -> DeployedFunction | None:
+    try:
+        return DeployedFunction.read(lambda_client, name)
+    except lambda_client.exceptions.ResourceNotFoundException:
+        return None
 
 
 # ---------------------------------------------------------------------- facts
