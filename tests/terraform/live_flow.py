@@ -328,23 +328,6 @@ SCENARIOS = {
             ),
         ),
     ),
-    # Not run by the tests: the switch without the runbook's pause, to see what
-    # the pause prevents (events published between the rules' deletion and the
-    # publisher's move are accepted by a bus that delivers them nowhere).
-    "switch-unpaused": Scenario(
-        initial=Configuration(consumers={"audit": {}}),
-        steps=(
-            Step(
-                "switch publish_to to sns (acknowledged), publishing on",
-                Configuration(
-                    consumers={"audit": {}},
-                    publish_to="sns",
-                    serial=1,
-                    acknowledged=("publish_to=sns",),
-                ),
-            ),
-        ),
-    ),
 }
 
 
