@@ -40,6 +40,8 @@ class DeployedFunction:
     environment: Mapping[str, str]
     timeout_seconds: int
     memory_mb: int
+    #: changes with every update of the function's code or configuration
+    last_modified: str = ""
 
     @classmethod
     def read(cls, lambda_client: Any, name: str) -> DeployedFunction:
@@ -51,6 +53,7 @@ class DeployedFunction:
             environment=dict((config.get("Environment") or {}).get("Variables") or {}),
             timeout_seconds=int(config.get("Timeout", 3)),
             memory_mb=int(config.get("MemorySize", 128)),
+            last_modified=str(config.get("LastModified", "")),
         )
 
     def lambda_environment(self) -> dict[str, str]:

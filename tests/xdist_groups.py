@@ -44,6 +44,8 @@ WHOLE_MODULES = (
     "tests/reliability/test_ordered_per_subject.py",  # ordered_run: one faulty run, 4 checks
     "tests/unit/test_typing.py",  # mypy's cache directory
     "tests/terraform/test_validate_messages.py",  # the cases' root module, initialised once
+    "tests/terraform/test_live_flow_on_emulator.py",  # facts: one live_flow.py run
+    "tests/terraform/test_live_switch_on_emulator.py",  # facts: one live_flow.py run
 )
 
 
@@ -69,6 +71,10 @@ def is_grouped(nodeid: str) -> bool:
 #: on a worker, so a one-test campaign started late, or another long scope
 #: queued behind it, stretched the whole run by minutes.
 LONGEST_FIRST = (
+    # Three and four applies of their own (about 3 to 4 minutes, mostly the
+    # provider's SQS waiters, little CPU): started first, on workers of their own.
+    "tests/terraform/test_live_switch_on_emulator.py",
+    "tests/terraform/test_live_flow_on_emulator.py",
     "tests/reliability/test_ordered_per_subject.py",
     "tests/reliability/test_fault_campaign.py::test_fault_campaign",
     EMULATOR_APPLY,

@@ -83,6 +83,10 @@ OUTBOX_FILTER = {
     "dynamodb": {"Keys": {"SK": {"S": [{"prefix": OUTBOX_SK_PREFIX}]}}},
 }
 SWEEPER_MIN_AGE_SECONDS = 300
+#: What Pipeline.live_change changes, in turn.
+LIVE_CHANGES = ("consumer batch size", "publishing paused", "publishing resumed")
+CONSUMER_BATCH_SIZES = (3, 1, 10)
+STREAM_BATCH_SIZES = (7, 2, 100)
 
 # ------------------------------------------------------------------------ faults
 
@@ -105,6 +109,7 @@ FAULT_KINDS = (
     "sqs_duplicate",  # the consumer queue delivers a handled message again (rate)
     "stream_concurrency",  # ParallelizationFactor STREAM_LANES: lanes of the shard at once (on/off)
     "sqs_concurrency",  # MaximumConcurrency CONSUMER_BATCHES: consumer batches at once (on/off)
+    "live_change",  # an apply updates a mapping mid-run (per order written): Pipeline.live_change
 )
 #: Kinds that are the runtime's own, not rolled per call; counted from its stats.
 PLATFORM_KINDS = ("stream_duplicate", "sqs_duplicate", "stream_concurrency", "sqs_concurrency")
@@ -376,20 +381,21 @@ class Pipeline:
         self.sweeps: list[SweepResult] = []
         self.sweeper_crashes = 0
 
-        self.publisher = StreamMapping(
-            mapping_config(
-                self.stream_arn,
-                batch_size=stream_batch_size,
-                filter_patterns=[OUTBOX_FILTER],
-                report_batch_item_failures=True,
-                bisect_batch_on_function_error=True,
-                maximum_retry_attempts=STREAM_MAX_RETRIES,
-                maximum_record_age_seconds=STREAM_MAX_RECORD_AGE,
-                on_failure_destination=on_failure_arn,
-                parallelization_factor=(
-                    STREAM_LANES if plan.rates.get("stream_concurrency", 0) > 0 else 1
-                ),
+        self.publisher_config = mapping_config(
+            self.stream_arn,
+            batch_size=stream_batch_size,
+            filter_patterns=[OUTBOX_FILTER],
+            report_batch_item_failures=True,
+            bisect_batch_on_function_error=True,
+            maximum_retry_attempts=STREAM_MAX_RETRIES,
+            maximum_record_age_seconds=STREAM_MAX_RECORD_AGE,
+            on_failure_destination=on_failure_arn,
+            parallelization_factor=(
+                STREAM_LANES if plan.rates.get("stream_concurrency", 0) > 0 else 1
             ),
+        )
+        self.publisher = StreamMapping(
+            self.publisher_config,
             self._publisher_handler,
             streams_client=self.streams,
             sqs_client=self.sqs,
@@ -409,15 +415,16 @@ class Pipeline:
             expires_after_seconds=default_window(),
             logger=Logger(service=CONSUMER, level="CRITICAL"),
         )
-        self.consumer = SqsMapping(
-            mapping_config(
-                queue_arn,
-                batch_size=10,
-                report_batch_item_failures=True,
-                maximum_concurrency=(
-                    CONSUMER_BATCHES if plan.rates.get("sqs_concurrency", 0) > 0 else None
-                ),
+        self.consumer_config = mapping_config(
+            queue_arn,
+            batch_size=10,
+            report_batch_item_failures=True,
+            maximum_concurrency=(
+                CONSUMER_BATCHES if plan.rates.get("sqs_concurrency", 0) > 0 else None
             ),
+        )
+        self.consumer = SqsMapping(
+            self.consumer_config,
             build_handler(consumer, self.ledger_client, IDEMPOTENCY_TABLE),
             sqs_client=self.sqs,
             clock=clock,
@@ -428,6 +435,52 @@ class Pipeline:
         self.runtime = LocalRuntime(clock)
         self.runtime.add(self.publisher)
         self.runtime.add(self.consumer)
+        #: live changes applied, by what they changed (Pipeline.live_change)
+        self.live_changes: Counter[str] = Counter()
+        #: publisher invocations when publishing was paused; None while it runs
+        self._paused_at: int | None = None
+        #: publisher invocations that started while publishing was paused (must stay 0)
+        self.invocations_while_paused = 0
+
+    # -- live changes (docs/live-changes.md): what an apply does to the mappings
+
+    def live_change(self) -> None:
+        """The next change an owner's apply makes to the running mappings, in turn.
+
+        A consumer's batch size (in place), then the transport switch runbook's
+        pause (``stream_mapping.enabled = false``), then its resume with another
+        stream batch size. Lambda applies each to the batches formed after it;
+        what is in flight finishes as it was (:meth:`SqsMapping.update`,
+        :meth:`StreamMapping.update`).
+        """
+        turn = sum(self.live_changes.values()) % len(LIVE_CHANGES)
+        change = LIVE_CHANGES[turn]
+        if change == "consumer batch size":
+            sizes = [
+                size for size in CONSUMER_BATCH_SIZES if size != self.consumer.settings.batch_size
+            ]
+            self.consumer.update({**self.consumer_config, "BatchSize": sizes[0]})
+        elif change == "publishing paused":
+            self.publisher.update({**self.publisher_config, "State": "Disabled"})
+            self._paused_at = len(self.publisher.invocations)
+        else:
+            self.resume_publishing()
+            return
+        self.live_changes[change] += 1
+
+    def resume_publishing(self) -> None:
+        """The runbook's resume (``stream_mapping.enabled = true``), with another batch size."""
+        if self._paused_at is None:
+            return
+        self.invocations_while_paused += len(self.publisher.invocations) - self._paused_at
+        self._paused_at = None
+        sizes = [size for size in STREAM_BATCH_SIZES if size != self.publisher.settings.batch_size]
+        self.publisher.update({**self.publisher_config, "BatchSize": sizes[0]})
+        self.live_changes["publishing resumed, another batch size"] += 1
+
+    @property
+    def publishing_paused(self) -> bool:
+        return self._paused_at is not None
 
     # -- the functions
 

@@ -18,7 +18,14 @@ fault-free until nothing is pending, and checks:
 5. the publisher's re-run bound (see :func:`_check_stream_bound`);
 6. the runbook's redrive of the consumer DLQ on day 13 of its 14 (what it
    holds, plus a redundant copy of every event that took effect): every event
-   then took effect exactly once, none twice (docs/seams.md, Windows).
+   then took effect exactly once, none twice (docs/seams.md, Windows);
+7. live changes (fault kind ``live_change``, rolled per order written): an
+   apply updating the mappings while orders are written and the flow runs (a
+   consumer's batch size; publishing paused as the transport switch's runbook
+   does, then resumed with another stream batch size) loses nothing and
+   applies nothing twice (1. covers every event, those written while paused
+   too), and no publisher invocation starts while publishing is paused
+   (docs/live-changes.md).
 """
 
 from __future__ import annotations
@@ -177,6 +184,10 @@ def _write(schedule: Schedule, p: Pipeline) -> Outcome:
             if rnd.randrange(100) < schedule.rates.get("consumer_exception", 0):
                 outcome.consumer_budget[envelope.id] = schedule.consumer_failures
                 p.plan.consumer_failures[envelope.id] = schedule.consumer_failures
+        # Not among the trimmed orders: their records must expire unread.
+        if n >= schedule.trimmed_orders and p.plan.roll("live_change"):
+            p.live_change()
+            p.runtime.poll()  # the flow moves on under the new configuration
 
     for n in range(schedule.trimmed_orders):
         order(n)
@@ -206,6 +217,7 @@ def _write(schedule: Schedule, p: Pipeline) -> Outcome:
 
 
 def _run(schedule: Schedule, p: Pipeline) -> None:
+    p.resume_publishing()  # the runbook's last step, if a live change paused publishing
     if schedule.sweeper_overlaps:
         # The sweeper (min age 0: everything) races the stream publisher's first batch.
         p.runtime.poll()
@@ -368,6 +380,8 @@ def _check(schedule: Schedule, p: Pipeline, outcome: Outcome) -> Counter[str]:
     assert not p.unquarantined_sort_keys(), p.unquarantined_sort_keys()
     assert quarantined == outcome.poison_sks | {outcome.committed[e] for e in good_quarantined}
     assert p.queue_depth(p.queue_url) == 0
+    # 7. no publisher invocation while a live change had paused publishing
+    assert p.invocations_while_paused == 0
     # 5. the re-run bound
     redeliveries, most = _check_stream_bound(p)
     CAMPAIGN.maximum("max deliveries of one stream record", most)
@@ -405,6 +419,7 @@ def _check(schedule: Schedule, p: Pipeline, outcome: Outcome) -> Counter[str]:
             "events dropped between bus and queue": len(dropped),
             "losses": len(lost),
             "copies redriven on day 13, none applied twice": len(redriven),
+            "live changes applied mid-run": sum(p.live_changes.values()),
         }
     )
 

@@ -212,6 +212,8 @@ def _stream_batches(draw: st.DrawFn) -> dict[str, Any]:
         "consumer_junk": draw(st.lists(sqs_junk_bodies, min_size=1, max_size=4)),
         # A seed, not st.randoms(): drawing during the run could end the example midway.
         "order": random.Random(draw(st.integers(0, 2**32))),
+        # A live change after the batch: the transport switched (None: no change).
+        "switch_to": draw(st.sampled_from([None, *SINKS])),
     }
 
 
@@ -260,7 +262,35 @@ def _run_stream_batch(stack: Stack, batch: dict[str, Any]) -> None:
             _check_junk(stack, *subject, record, published)
     _check_seams(stack, publish_to, set(published))
     _run_consumer(stack, recorder.delivered[delivered_before:], batch["consumer_junk"])
+    switch_to = batch["switch_to"]
+    if switch_to not in (None, publish_to):
+        _again_after_a_switch(stack, switch_to, [r for kind, _, r in records if kind == "accepted"])
     _forget(stack, pk)
+
+
+def _again_after_a_switch(stack: Stack, switch_to: str, records: list[dict[str, Any]]) -> None:
+    """A live change: ``publish_to`` switched, and the same events come again on the new
+    transport (the sweeper republishing an item whose delete had failed). The consumer
+    keeps its idempotency records by consumer and event id across the switch
+    (docs/live-changes.md), so every copy is a duplicate: ``_run_consumer`` fails on
+    an event taking effect again."""
+    recorder = stack.recorder(switch_to)
+    before, delivered_before = recorder.accepted.copy(), len(recorder.delivered)
+    result = publish_stream_batch(
+        records,
+        PublishDependencies(
+            sink=stack.sink(switch_to),
+            table_name=TABLE,
+            dynamodb_client=stack.dynamodb,
+            sleep=lambda _seconds: None,
+        ),
+    )
+    assert result.response() == {"batchItemFailures": []}, "no record may fail the batch"
+    published = recorder.accepted - before
+    _check_seams(stack, switch_to, set(published))
+    _run_consumer(stack, recorder.delivered[delivered_before:], [])
+    GENERATED.records["events again on another transport (live change)"] += len(published)
+    GENERATED.invariants["live change: events again after a switch took effect once"] += 1
 
 
 def _take(stack: Stack, url: str) -> list[str]:

@@ -125,12 +125,30 @@ def _response_types(config: Mapping[str, Any]) -> bool:
     return REPORT_BATCH_ITEM_FAILURES in types
 
 
+def is_enabled(config: Mapping[str, Any]) -> bool:
+    """Whether the mapping polls: ``State`` Enabled (the default) and ``Enabled`` not false."""
+    return config.get("State", "Enabled") == "Enabled" and config.get("Enabled") is not False
+
+
+def check_update(before: str, config: Mapping[str, Any]) -> None:
+    """Refuse an update the runtime cannot apply to a running mapping.
+
+    ``UpdateEventSourceMapping`` takes no ``EventSourceArn``: a mapping on
+    another source is another mapping (Terraform replaces it).
+    """
+    after = config.get("EventSourceArn")
+    if after != before:
+        raise MappingConfigError(
+            f"an update cannot move a mapping from {before} to {after!r}: that is a new mapping"
+        )
+
+
 def _common(config: Mapping[str, Any]) -> tuple[str, str]:
     arn = config.get("EventSourceArn")
     if not isinstance(arn, str):
         raise MappingConfigError("the mapping has no EventSourceArn")
     state = config.get("State", "Enabled")
-    if state != "Enabled" or config.get("Enabled") is False:
+    if not is_enabled(config):
         raise MappingConfigError(
             f"the mapping for {arn} is {state!r}; a disabled mapping does not poll. If the "
             "emulator's copy was disabled by disable_emulator_mappings(), pass the config read "

@@ -56,6 +56,8 @@ from .config import (
     MappingConfigError,
     SqsMappingSettings,
     arn_parts,
+    check_update,
+    is_enabled,
 )
 from .context import DEFAULT_TIMEOUT_SECONDS, LambdaContext
 from .drain import drain_until_idle
@@ -146,16 +148,12 @@ class SqsMapping:
         self._random = random_source or random.Random()
         self._duplicated: set[str] = set()  # each message comes again at most once
         self.settings = SqsMappingSettings.from_config(config)
+        self._requested_concurrency = concurrency
         self.concurrency = _concurrency(concurrency, self.settings.maximum_concurrency)
         self.queue = QueueSettings.read(sqs_client, self.settings.event_source_arn)
-        if self.queue.fifo:
-            if self.settings.batch_size > SQS_FIFO_MAX_BATCH_SIZE:
-                raise MappingConfigError(
-                    f"BatchSize={self.settings.batch_size}: a FIFO queue mapping takes at most "
-                    f"{SQS_FIFO_MAX_BATCH_SIZE}"
-                )
-            if self.settings.batching_window_seconds:
-                raise MappingConfigError("a batching window is not supported for FIFO queues")
+        self._check_queue_takes(self.settings)
+        #: False once an update disabled the mapping: it stops polling (see :meth:`update`)
+        self.enabled = True
         if function_timeout_seconds > self.queue.visibility_timeout_seconds:
             raise MappingConfigError(
                 f"the function timeout ({function_timeout_seconds} s) exceeds the queue's "
@@ -175,11 +173,44 @@ class SqsMapping:
         self.stats = SqsStats()
         self.invocations: list[Invocation] = []
 
+    def _check_queue_takes(self, settings: SqsMappingSettings) -> None:
+        if not self.queue.fifo:
+            return
+        if settings.batch_size > SQS_FIFO_MAX_BATCH_SIZE:
+            raise MappingConfigError(
+                f"BatchSize={settings.batch_size}: a FIFO queue mapping takes at most "
+                f"{SQS_FIFO_MAX_BATCH_SIZE}"
+            )
+        if settings.batching_window_seconds:
+            raise MappingConfigError("a batching window is not supported for FIFO queues")
+
+    def update(self, config: Mapping[str, Any]) -> None:
+        """``UpdateEventSourceMapping``: the batches formed from now on follow ``config``.
+
+        The messages already received (buffered or in flight) stay where they
+        are: an invocation running when a mapping is updated finishes with its
+        batch, and its messages are deleted or come back as before. A disabled
+        mapping receives nothing more; enabling it again resumes polling. The
+        queue's own settings are not re-read: they belong to the queue, not to
+        the mapping.
+        """
+        check_update(self.settings.event_source_arn, config)
+        self.enabled = is_enabled(config)
+        if not self.enabled:
+            return
+        settings = SqsMappingSettings.from_config(config)
+        self._check_queue_takes(settings)
+        self.settings = settings
+        self.concurrency = _concurrency(self._requested_concurrency, settings.maximum_concurrency)
+        self._filter = RecordFilter(settings.filter_patterns, parse_sqs_body=True)
+
     # ------------------------------------------------------------------ polling
 
     def poll(self) -> PollResult:
         """Receive, and invoke the handler with at most ``concurrency`` batches at once."""
         result = PollResult()
+        if not self.enabled:
+            return result
         now = self._clock.now()
         if self._window_opened_at is None:
             self._window_opened_at = now  # the first window: the first poll
@@ -232,7 +263,12 @@ class SqsMapping:
         )
 
     def has_pending_work(self) -> bool:
-        """Whether messages wait in the batch buffer, in flight, or visible in the queue."""
+        """Whether messages wait in the batch buffer, in flight, or visible in the queue.
+
+        A disabled mapping has none: nothing it would do is pending.
+        """
+        if not self.enabled:
+            return False
         if self._buffer or self._in_flight:
             return True
         attributes = self._sqs.get_queue_attributes(

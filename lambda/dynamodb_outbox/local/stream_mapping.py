@@ -74,7 +74,14 @@ from botocore.exceptions import ClientError
 
 from .clock import VirtualClock
 from .concurrency import run_concurrently
-from .config import INFINITE, MappingConfigError, StreamMappingSettings, arn_parts
+from .config import (
+    INFINITE,
+    MappingConfigError,
+    StreamMappingSettings,
+    arn_parts,
+    check_update,
+    is_enabled,
+)
 from .context import DEFAULT_TIMEOUT_SECONDS, LambdaContext
 from .destinations import (
     Condition,
@@ -232,24 +239,54 @@ class StreamMapping:
         self._environment = dict(environment or {})
         self._region = arn_parts(self.settings.event_source_arn)[1]
         self._filter = RecordFilter(self.settings.filter_patterns)
-        self._destination: SqsDestination | None = None
-        if self.settings.on_failure_destination is not None:
-            if sqs_client is None:
-                raise MappingConfigError(
-                    "the mapping has an on-failure destination: pass sqs_client"
-                )
-            self._destination = SqsDestination(self.settings.on_failure_destination, sqs_client)
+        self._sqs_client = sqs_client
+        self._destination = self._destination_for(self.settings)
         self._lanes: dict[tuple[str, int], _ShardState] = {}
+        #: False once an update disabled the mapping: it stops polling (see :meth:`update`)
+        self.enabled = True
         self.stats = StreamStats()
         self.invocations: list[Invocation] = []
         self.failure_records: list[dict[str, Any]] = []
         self.trimmed_sequence_numbers: list[str] = []
+
+    def _destination_for(self, settings: StreamMappingSettings) -> SqsDestination | None:
+        if settings.on_failure_destination is None:
+            return None
+        if self._sqs_client is None:
+            raise MappingConfigError("the mapping has an on-failure destination: pass sqs_client")
+        return SqsDestination(settings.on_failure_destination, self._sqs_client)
+
+    def update(self, config: Mapping[str, Any]) -> None:
+        """``UpdateEventSourceMapping``: the batches formed from now on follow ``config``.
+
+        Each shard keeps its position: a batch already formed (waiting for a
+        retry) is retried as it was, and a disabled mapping, enabled again,
+        resumes where it stopped (docs/live-changes.md, the transport switch's
+        pause). While disabled it reads nothing. The parallelization factor
+        cannot change here: it decides which lane holds which records.
+        """
+        check_update(self.settings.event_source_arn, config)
+        self.enabled = is_enabled(config)
+        if not self.enabled:
+            return
+        settings = StreamMappingSettings.from_config(config)
+        if settings.parallelization_factor != self.settings.parallelization_factor:
+            raise MappingConfigError(
+                "the local runtime cannot change a running mapping's ParallelizationFactor "
+                f"({self.settings.parallelization_factor} to {settings.parallelization_factor})"
+            )
+        if settings.on_failure_destination != self.settings.on_failure_destination:
+            self._destination = self._destination_for(settings)
+        self.settings = settings
+        self._filter = RecordFilter(settings.filter_patterns)
 
     # ------------------------------------------------------------------ polling
 
     def poll(self) -> PollResult:
         """One round of Lambda's poller: at most one batch per lane of each shard, all at once."""
         result = PollResult()
+        if not self.enabled:
+            return result
         shards = self._describe_shards()
         listed = {shard["ShardId"] for shard in shards}
         ready: list[_ShardState] = []
@@ -294,7 +331,9 @@ class StreamMapping:
         )
 
     def has_pending_work(self) -> bool:
-        """Whether a batch awaits a retry or a readable record awaits delivery."""
+        """Whether a batch awaits a retry or a readable record awaits delivery (never, disabled)."""
+        if not self.enabled:
+            return False
         if any(state.pending for state in self._lanes.values()):
             return True
         now = self._clock.now()
