@@ -71,7 +71,8 @@ locals {
 
 # Shared by every consumer that uses the toolkit (dynamodb_outbox.consumer):
 # Powertools idempotency records `idempotency#<key>#<hash>` and the reference
-# consumer's ledger `ledger#<key>#<event id>`; each consumer's role can touch only
+# consumer's ledger `ledger#<key>#<event id>`, and SequenceTracker's
+# `sequence#<key>#<subject>`; each consumer's role can touch only
 # its own prefixes. Expired records are removed by TTL on `expiration`.
 resource "aws_dynamodb_table" "idempotency" {
   count = local.create_idempotency_table ? 1 : 0
@@ -397,11 +398,12 @@ data "aws_iam_policy_document" "consumer" {
       resources = [local.idempotency_table_arn]
 
       # Every action names the item's key; the consumer can only touch its own
-      # idempotency records and ledger entries (OUTBOX_CONSUMER_NAME = the key).
+      # idempotency records, ledger entries and sequence records (SequenceTracker)
+      # (OUTBOX_CONSUMER_NAME = the key).
       condition {
         test     = "ForAllValues:StringLike"
         variable = "dynamodb:LeadingKeys"
-        values   = ["idempotency#${statement.value}#*", "ledger#${statement.value}#*"]
+        values   = ["idempotency#${statement.value}#*", "ledger#${statement.value}#*", "sequence#${statement.value}#*"]
       }
     }
   }

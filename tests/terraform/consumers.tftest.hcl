@@ -414,7 +414,7 @@ run "billing_and_audit_consumers_on_eventbridge" {
     condition = (
       one(one([for s in data.aws_iam_policy_document.consumer["audit"].statement : s.condition if s.sid == "KeepIdempotencyRecords"])).test == "ForAllValues:StringLike"
       && one(one([for s in data.aws_iam_policy_document.consumer["audit"].statement : s.condition if s.sid == "KeepIdempotencyRecords"])).variable == "dynamodb:LeadingKeys"
-      && toset(one(one([for s in data.aws_iam_policy_document.consumer["audit"].statement : s.condition if s.sid == "KeepIdempotencyRecords"])).values) == toset(["idempotency#audit#*", "ledger#audit#*"])
+      && toset(one(one([for s in data.aws_iam_policy_document.consumer["audit"].statement : s.condition if s.sid == "KeepIdempotencyRecords"])).values) == toset(["idempotency#audit#*", "ledger#audit#*", "sequence#audit#*"])
     )
     error_message = "Idempotency access must be limited to the consumer's own key prefixes (dynamodb:LeadingKeys)."
   }

@@ -22,6 +22,7 @@ from dynamodb_outbox.consumer import idempotency_key_prefix
 from dynamodb_outbox.envelope import ATTR_PENDING_SHARD, OUTBOX_SK_PREFIX
 from dynamodb_outbox.ledger import LEDGER_KEY_PREFIX
 from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
+from dynamodb_outbox.sequence_check import SEQUENCE_KEY_PREFIX, sequence_key
 from dynamodb_outbox.settings import DEFAULT_METRICS_NAMESPACE
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, PUBLISH_TO_SNS, PUBLISH_TO_SNS_FIFO
 from dynamodb_outbox.table_keys import OUTBOX_ATTRIBUTES
@@ -90,10 +91,19 @@ def test_the_transports_are_the_sinks_the_package_builds() -> None:
 
 
 def test_a_consumers_iam_prefixes_are_the_keys_its_toolkit_writes() -> None:
-    """dynamodb:LeadingKeys allows idempotency#<key>#* and ledger#<key>#* only."""
-    assert '"idempotency#${statement.value}#*", "ledger#${statement.value}#*"' in tf("consumers.tf")
+    """dynamodb:LeadingKeys allows the idempotency, ledger and sequence prefixes only.
+
+    The sequence records of ``SequenceTracker`` were once missing: on AWS its
+    every update was denied and order went unchecked (moto enforces no IAM).
+    """
+    assert (
+        '"idempotency#${statement.value}#*", "ledger#${statement.value}#*", '
+        '"sequence#${statement.value}#*"' in tf("consumers.tf")
+    )
     assert idempotency_key_prefix("billing") == "idempotency#billing"
     assert LEDGER_KEY_PREFIX == "ledger#"
+    assert sequence_key("billing", "order-1").startswith(f"{SEQUENCE_KEY_PREFIX}billing#")
+    assert SEQUENCE_KEY_PREFIX == "sequence#"
 
 
 # Every metric the alarms and the dashboard read from the functions' namespace,
