@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TF_CLI_CONFIG := .tfcli/terraformrc
 
-.PHONY: help release venv checkov-venv clean-venv package package-check lint fmt-check validate tf-config test test-python test-terraform e2e clean
+.PHONY: help release venv checkov-venv clean-venv package package-check lint fmt-check validate tf-config test test-python test-terraform test-slow e2e clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -71,6 +71,9 @@ test-python: $(STAMP) ## unit and functional tests (moto in-process)
 
 test-terraform: $(STAMP) ## validate, terraform test (mock provider) and an apply on a moto server
 	$(PY) -m pytest tests/terraform
+
+test-slow: $(STAMP) ## the runs marked slow, left out of make test's 5-minute budget (the transport switch by its runbook, events flowing, on the emulator: ~4 min)
+	$(PY) -m pytest -m slow -v tests/terraform
 
 e2e: $(STAMP) ## REAL AWS (billable): apply tests/e2e/stack, an order and a poison message through it, destroy; needs OUTBOX_E2E=1 and credentials
 	$(PY) -m pytest tests/e2e -m e2e -v

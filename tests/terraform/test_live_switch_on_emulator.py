@@ -11,7 +11,11 @@ commits orders and the local runtime pumps the deployed mappings:
 3. resume, apply: what was written meanwhile goes out on SNS.
 
 About three and a half minutes (four applies), once for the module, in a
-process of its own, beside test_live_flow_on_emulator.py.
+process of its own. Marked ``slow``: it does not fit in ``make test``'s
+5-minute budget beside the rest, so ``make test-slow`` runs it (and ``make
+test`` names it as left out). In ``make test`` the switch is covered by the
+generated-input campaign's ``switch_to`` draw and by the runbook's plans on the
+mock provider (live_changes_root.tftest.hcl).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import pytest
 
 from tests.terraform.live_flow import SCENARIOS, run_in_a_process, written_ids
 
-pytestmark = [pytest.mark.terraform, pytest.mark.apply]
+pytestmark = [pytest.mark.terraform, pytest.mark.apply, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
