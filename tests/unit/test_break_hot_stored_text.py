@@ -171,3 +171,45 @@ def test_stored_text_with_an_undeliverable_escape_anywhere_is_refused(text: str)
 def test_stored_text_with_deliverable_escapes_is_taken(member: str) -> None:
     text = with_member(member)
     assert Envelope.from_stored_json(text).to_json() == text
+
+
+# --------------------------------------------------- what the consumer makes of it
+
+TOPIC_ARN = "arn:aws:sns:eu-west-1:123456789012:outbox"
+INNER = json.dumps(stored(id="01ARZ3NDEKTSV4RRFFQ69G5FAW", type="Other"), separators=(",", ":"))
+
+# Top-level members the consumer reads to tell a body's shape (sender_checks.read_body),
+# none of them a CloudEvents attribute name (lower-case letters and digits only).
+SHAPE_MEMBERS = {
+    "replay-name": '"replay-name":"r"',
+    "SNS notification": '"Type":"Notification","Message":' + json.dumps(INNER),
+    "EventBridge event": '"detail-type":"Other","detail":' + INNER,
+}
+
+
+@pytest.mark.parametrize("member", SHAPE_MEMBERS.values(), ids=SHAPE_MEMBERS.keys())
+@pytest.mark.parametrize("expected", ["any", "sns"])
+def test_what_the_publisher_sends_over_sns_raw_the_consumer_reads_as_that_event(
+    member: str, expected: str
+) -> None:
+    # SNS raw delivery: the SQS body is the stored text itself. An extension the
+    # publisher lets through decides how the consumer reads the body: refused as
+    # an untrusted sender, or read as ANOTHER event (the one inside).
+    from dynamodb_outbox.sender_checks import ANY_SENDER, ExpectedSender, read_body
+
+    text = with_member(member)
+    try:
+        sent = Envelope.from_stored_json(text)
+    except InvalidEnvelope:
+        return  # quarantined: nothing reaches a consumer
+    sender = ANY_SENDER if expected == "any" else ExpectedSender.sns(TOPIC_ARN)
+    assert read_body(text, sender).envelope == sent
+
+
+def test_extension_names_are_cloudevents_names_or_refused() -> None:
+    for good in ('"x":1', '"ext1":"v"', '"partitionkey":"p"'):
+        text = with_member(good)
+        assert Envelope.from_stored_json(text).to_json() == text
+    for bad in ('"X":1', '"my-ext":1', '"":1', '"caf\\u00e9":1'):
+        with pytest.raises(InvalidEnvelope, match="attribute name"):
+            Envelope.from_stored_json(with_member(bad))
