@@ -285,6 +285,8 @@ class Envelope:
         # A frozen dataclass keeps its fields in __dict__: set them without
         # __post_init__, whose snapshot and re-encoding the stored text makes moot.
         vars(envelope).update(_fields_of(data), _json=text)
+        if not data.keys() <= _KNOWN_NAMES:
+            _check_extension_names(data)  # sent too: consumers read the body's members
         _validate_fields(envelope)
         # The text's own nesting, not the data's: all of it is sent (an unknown
         # extension, the value of a duplicate key the parse dropped).
@@ -331,6 +333,30 @@ def _fields_of(data: Any) -> dict[str, Any]:
         "tracestate": data.get("tracestate"),
         "sequence": _sequence_of(data.get("sequence")),
     }
+
+
+_KNOWN_NAMES: Final = frozenset(
+    (*_REQUIRED_FIELDS, "datacontenttype", "sequence", *(n for n, _ in _OPTIONAL_ATTRIBUTES))
+)
+# CloudEvents: "attribute names MUST consist of lower-case letters ('a' to 'z') or
+# digits ('0' to '9') from the ASCII character set".
+_ATTRIBUTE_NAME: Final = re.compile(r"[a-z0-9]+", re.ASCII)
+
+
+def _check_extension_names(data: Mapping[str, Any]) -> None:
+    """Every member of the stored event is a CloudEvents attribute name.
+
+    The stored text is sent as it is; over SNS with raw delivery it is the
+    consumer's message body, whose shape the consumer tells by its members
+    (``replay-name``, ``Type``/``Message``, ``detail-type``/``detail``): a member
+    by such a name would make it refuse the event, or read another one inside.
+    """
+    for name in data.keys() - _KNOWN_NAMES:
+        if not _ATTRIBUTE_NAME.fullmatch(name):
+            raise InvalidEnvelope(
+                f"envelope member {name[:40]!r} is not a CloudEvents attribute name "
+                "(lower-case ASCII letters and digits): consumers could misread the event"
+            )
 
 
 def _refuse_constant(name: str) -> Any:
