@@ -167,12 +167,18 @@ def entries() -> list[tuple[str, Path]]:
 def bytecode_python(version: str) -> Path:
     """The CPython ``version`` (``3.13``) that compiles that version's bytecode."""
     variable = "BYTECODE_PYTHON_" + version.replace(".", "_")
-    if variable not in os.environ and sys.version.startswith(version + "."):
+    named = os.environ.get(variable)
+    if named:  # named on purpose: that one or none, never a silent stand-in
+        found = _python_version(named)
+        if not found.startswith(version + "."):
+            what = f"CPython {found}" if found else "not a runnable Python"
+            raise BuildError(f"{variable}={named} is {what}, not a CPython {version}")
+        return Path(named)
+    if sys.version.startswith(version + "."):
         return Path(sys.executable)  # the running interpreter: nothing to look up
     # pyenv's own interpreters before PATH, where pyenv puts slow shell shims.
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
     candidates = [
-        os.environ.get(variable),
         *(str(p) for p in sorted(pyenv.glob(f"{version}.*/bin/python"), reverse=True)),
         shutil.which(f"python{version}"),
     ]

@@ -285,11 +285,15 @@ class Envelope:
         # A frozen dataclass keeps its fields in __dict__: set them without
         # __post_init__, whose snapshot and re-encoding the stored text makes moot.
         vars(envelope).update(_fields_of(data), _json=text)
+        if not data.keys() <= _KNOWN_NAMES:
+            _check_extension_names(data)  # sent too: consumers read the body's members
         _validate_fields(envelope)
+        # The text's own nesting, not the data's: all of it is sent (an unknown
+        # extension, the value of a duplicate key the parse dropped).
         if text.count("{") + text.count("[") > MAX_NESTING_DEPTH:
-            _check_depth(envelope.data)  # only then can the data nest too deep
+            _check_text_depth(text)  # only then can it nest too deep
         vars(envelope)["_utc_time"] = _utc_time_of(envelope.time)
-        _check_deliverable(text, data)
+        _check_deliverable(text)
         return envelope
 
     @property
@@ -331,6 +335,30 @@ def _fields_of(data: Any) -> dict[str, Any]:
     }
 
 
+_KNOWN_NAMES: Final = frozenset(
+    (*_REQUIRED_FIELDS, "datacontenttype", "sequence", *(n for n, _ in _OPTIONAL_ATTRIBUTES))
+)
+# CloudEvents: "attribute names MUST consist of lower-case letters ('a' to 'z') or
+# digits ('0' to '9') from the ASCII character set".
+_ATTRIBUTE_NAME: Final = re.compile(r"[a-z0-9]+", re.ASCII)
+
+
+def _check_extension_names(data: Mapping[str, Any]) -> None:
+    """Every member of the stored event is a CloudEvents attribute name.
+
+    The stored text is sent as it is; over SNS with raw delivery it is the
+    consumer's message body, whose shape the consumer tells by its members
+    (``replay-name``, ``Type``/``Message``, ``detail-type``/``detail``): a member
+    by such a name would make it refuse the event, or read another one inside.
+    """
+    for name in data.keys() - _KNOWN_NAMES:
+        if not _ATTRIBUTE_NAME.fullmatch(name):
+            raise InvalidEnvelope(
+                f"envelope member {name[:40]!r} is not a CloudEvents attribute name "
+                "(lower-case ASCII letters and digits): consumers could misread the event"
+            )
+
+
 def _refuse_constant(name: str) -> Any:
     raise InvalidEnvelope(f"envelope holds {name}, which strict JSON cannot represent")
 
@@ -354,17 +382,46 @@ _UNDELIVERABLE_RAW_OR_ESCAPED: Final = re.compile(
 )
 
 
-def _check_deliverable(text: str, data: Any) -> None:
-    """No character SQS refuses in ``text``, raw or escaped (``data``: ``text`` parsed)."""
+def _check_deliverable(text: str) -> None:
+    """No character SQS refuses in ``text``, raw or escaped in any of its strings.
+
+    Each string is decoded on its own (only where an escape could stand for one
+    such character): a duplicate key's value, which the parse drops, is sent too.
+    """
     if text.isascii() and "\\u" not in text:
         return  # the common case, told without a regex
     if _UNDELIVERABLE_RAW_OR_ESCAPED.search(text) is None:
         return
-    found = _UNDELIVERABLE_CHARACTER.search(text) or _UNDELIVERABLE_CHARACTER.search(
-        json.dumps(data, ensure_ascii=False)
-    )
+    found = _UNDELIVERABLE_CHARACTER.search(text)
+    if found is None:
+        for token in _JSON_STRING.finditer(text):
+            if _UNDELIVERABLE_RAW_OR_ESCAPED.search(token.group()) is not None:
+                found = _UNDELIVERABLE_CHARACTER.search(json.loads(token.group()))
+                if found is not None:
+                    break
     if found is not None:
         raise _undeliverable(found.group())
+
+
+# A JSON string token, and one of its brackets (``text`` is valid JSON: every
+# quote outside a string opens one).
+_JSON_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET: Final = re.compile(r"[\[\]{}]")
+
+
+def _check_text_depth(text: str) -> None:
+    """The JSON text ``text`` (valid) nests at most :data:`MAX_NESTING_DEPTH` levels."""
+    depth = 0
+    for bracket in _BRACKET.findall(_JSON_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            if depth > MAX_NESTING_DEPTH:
+                raise InvalidEnvelope(
+                    f"envelope JSON nests deeper than {MAX_NESTING_DEPTH} levels "
+                    "(EventBridge processes at most 1,000; consumers parse one level per frame)"
+                )
+        else:
+            depth -= 1
 
 
 def _undeliverable(character: str) -> InvalidEnvelope:

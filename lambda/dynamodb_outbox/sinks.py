@@ -35,7 +35,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any, Final, NamedTuple, NotRequired, Protocol, TypedDict
 
 from dynamodb_outbox.envelope import Envelope
@@ -285,24 +284,27 @@ def _utf16_length(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def _int64_overflow(data: Any) -> int | None:
-    """An integer of ``data`` outside the signed 64-bit range, or None."""
-    stack = [data]
-    while stack:
-        node = stack.pop()
-        for child in node.values() if isinstance(node, dict) else node:
-            if isinstance(child, dict | list):
-                stack.append(child)
-            elif _is_json_integer(child) and not _INT64_MIN <= child <= _INT64_MAX:
-                return int(child)
+# A JSON string (skipped), or an integer of 19 digits or more: not part of a
+# fraction or an exponent (no digit, point, e or sign before; no point or e after).
+_STRING_OR_LONG_INTEGER: Final = re.compile(
+    r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![0-9.eE+\-])(-?[0-9]{19,})(?![0-9.eE])', re.DOTALL
+)
+
+
+def _int64_overflow(text: str) -> str | None:
+    """An integer of the JSON text ``text`` outside the signed 64-bit range, or None.
+
+    The text, not its parse: all of it is sent (an unknown extension, the value
+    of a duplicate key a parse drops). JSON has no leading zeros, so 20 digits
+    or more are always out of range.
+    """
+    for match in _STRING_OR_LONG_INTEGER.finditer(text):
+        digits = match.group(1)
+        if digits is not None and (
+            len(digits.lstrip("-")) > 19 or not _INT64_MIN <= int(digits) <= _INT64_MAX
+        ):
+            return digits
     return None
-
-
-def _is_json_integer(value: Any) -> bool:
-    """An int, or a Decimal the data rule writes without a point or exponent (``12``)."""
-    if isinstance(value, Decimal):
-        return value.is_finite() and value.as_tuple().exponent == 0
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def put_events_entry_size(
@@ -359,10 +361,10 @@ class EventBridgeRules(NamedTuple):
         if envelope.source[: len(_RESERVED_SOURCE_PREFIX)].lower() == _RESERVED_SOURCE_PREFIX:
             return f"source {envelope.source[:64]!r} starts with 'aws.', which AWS reserves"
         if _LONG_DIGIT_RUN.search(event.body):  # only then can an integer be out of range
-            overflow = _int64_overflow(envelope.data)
+            overflow = _int64_overflow(event.body)
             if overflow is not None:
                 return (
-                    f"data holds the integer {str(overflow)[:40]}, outside the signed 64-bit "
+                    f"the event holds the integer {overflow[:40]}, outside the signed 64-bit "
                     "range PutEvents accepts (send it as a string)"
                 )
         return None
