@@ -16,9 +16,9 @@ The rules, and why:
   shard attribute; a quarantined item has it removed), for sort keys below the
   ULID of ``now - min_age``. ULIDs sort by time, so that bound is "older than
   min age". The index is KEYS_ONLY, so the items are then read by key with a
-  ``BatchGetItem``: eventually consistent (half the read units) on an
-  unordered sink, where a stale answer can only cost a duplicate or a skip
-  until the next run; consistent on an ordered one, where "gone" lets a later
+  consistent ``BatchGetItem``: a stale "pending" would re-send an item the
+  stream publisher quarantined (and the delete after it would remove the
+  quarantine record), and on an ordered sink a stale "gone" lets a later
   sequence go out (docs/decisions.md, "The sweeper's read-back"). Never a
   ``Scan``.
 * A run is bounded by ``max_items`` and by the Lambda's remaining time; what it
@@ -351,10 +351,10 @@ class _Sweep:
             self.dynamodb,
             self.table_name,
             keys,
-            # Stale is safe unordered: an item seen pending after it was published
-            # is a duplicate, one not seen yet waits for the next run (its index
-            # entry stays). Ordered, "gone" releases later sequences: consistent.
-            consistent=self.ordered,
+            # Consistent on every sink: a stale "pending" re-sends an item the
+            # publisher quarantined and then deletes its quarantine record;
+            # ordered, a stale "gone" releases later sequences.
+            consistent=True,
             retries=self.read_retries,
             sleep=self.sleep,
             may_retry=lambda: not self.out_of_time(),

@@ -186,9 +186,9 @@ def test_sweeper_queries_each_shard_of_the_index_never_scans_and_reads_no_other_
     }
     # AND what it read is proportional to the pending items, not to the table
     assert dynamodb.batch_get_keys == dynamodb.batch_get_items == 5
-    # AND eventually consistent (half the read units): on an unordered sink a stale
-    # item costs a duplicate or waits for the next run (docs/decisions.md)
-    assert [request["ConsistentRead"] for request in dynamodb.batch_get_requests] == [False]
+    # AND consistent: a stale "pending" would re-send a quarantined item and delete
+    # its quarantine record (docs/decisions.md, "The sweeper's read-back")
+    assert [request["ConsistentRead"] for request in dynamodb.batch_get_requests] == [True]
     assert dynamodb.query_scanned <= 5 + 2  # old keys, plus at most one young key per shard
     assert dynamodb.items_read <= 12
     assert sorted(event_bus.received_ids()) == sorted(old.ids)
