@@ -208,9 +208,7 @@ def test_every_reader_of_a_topic_arn_takes_what_the_parser_takes(reader: str, ar
 
 @pytest.mark.parametrize("reader", sorted(TOPIC_ARN_READERS))
 @pytest.mark.parametrize("arn", REFUSED_TOPIC_ARNS)
-def test_every_reader_of_a_topic_arn_refuses_what_the_parser_refuses(
-    reader: str, arn: str
-) -> None:
+def test_every_reader_of_a_topic_arn_refuses_what_the_parser_refuses(reader: str, arn: str) -> None:
     read, error = TOPIC_ARN_READERS[reader]
     with pytest.raises(error, match="SNS topic ARN"):
         read(arn)
