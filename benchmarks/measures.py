@@ -24,6 +24,7 @@ from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import item_size, serialize_item
 from tests.support.moto_tables import create_outbox_table
 
@@ -68,7 +69,9 @@ class _Stack:
         self.sink = EventBridgeSink(self.events, BUS_NAME)
 
     def ours(self, records: list[dict[str, Any]]) -> int:
-        deps = PublishDependencies(self.sink, TABLE_NAME, self.dynamodb)
+        deps = PublishDependencies(
+            self.sink, TABLE_NAME, self.dynamodb, table_keys=DEFAULT_TABLE_KEYS
+        )
         return publish_stream_batch(records, deps).published
 
     def sequential(self, records: list[dict[str, Any]]) -> int:
@@ -210,7 +213,7 @@ def cpu_per_1000_without_emulator(repetitions: int = 5, batch_size: int = 100) -
         sink = EventBridgeSink(events, BUS_NAME)
 
         def ours(records: list[dict[str, Any]]) -> int:
-            deps = PublishDependencies(sink, TABLE_NAME, dynamodb)
+            deps = PublishDependencies(sink, TABLE_NAME, dynamodb, table_keys=DEFAULT_TABLE_KEYS)
             return publish_stream_batch(records, deps).published
 
         def baseline(records: list[dict[str, Any]]) -> int:
@@ -358,7 +361,10 @@ def sweeper_reads(entities: int = 5000, pending: int = 100) -> dict[str, Any]:
         sweep_meter = _ReadMeter(stack.dynamodb)
         result = sweep(
             PublishDependencies(
-                sink=stack.sink, table_name=TABLE_NAME, dynamodb_client=stack.dynamodb
+                sink=stack.sink,
+                table_name=TABLE_NAME,
+                dynamodb_client=stack.dynamodb,
+                table_keys=DEFAULT_TABLE_KEYS,
             ),
             min_age_seconds=0,
             shards=DEFAULT_PENDING_SHARDS,

@@ -20,6 +20,7 @@ from dynamodb_outbox.publishing import (
     PublishResult,
 )
 from dynamodb_outbox.sinks import Sink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 
 
 class DeletesAfterLastSend(Publication):
@@ -38,8 +39,14 @@ def publish_stream_batch_sequential(
 
     For batches that publish whole: a checkpoint would not be reported.
     """
-    candidates, result = read_stream_batch(records)
-    deps = PublishDependencies(sink, table_name, dynamodb_client, delete_retries=delete_retries)
+    candidates, result = read_stream_batch(records, table_keys=DEFAULT_TABLE_KEYS)
+    deps = PublishDependencies(
+        sink,
+        table_name,
+        dynamodb_client,
+        delete_retries=delete_retries,
+        table_keys=DEFAULT_TABLE_KEYS,
+    )
     DeletesAfterLastSend(deps, result=result).publish(candidates)
     if result.failure_position is not None:
         raise RuntimeError(f"benchmark batch failed at record {result.failure_position}")

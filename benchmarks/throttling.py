@@ -32,6 +32,7 @@ from dynamodb_outbox.local.responses import judge_response
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, RetryPolicy
 from dynamodb_outbox.sinks import EventBridgeSink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.support.moto_tables import create_outbox_table
 
 EVENTS = 1_000
@@ -152,6 +153,7 @@ def _run(
                     dynamodb_client=dynamodb,
                     sleep=clock.sleep,
                     retry=RetryPolicy(jitter=rng.random),
+                    table_keys=DEFAULT_TABLE_KEYS,
                 ),
                 time_left=lambda: TIMEOUT_SECONDS - (clock.now - started),
             ).response()

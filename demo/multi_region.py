@@ -62,6 +62,7 @@ from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.regions import RegionScope
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.support.moto_tables import create_idempotency_table
 
 REPLICATION_DELAY_SECONDS = 1.0
@@ -203,7 +204,10 @@ def _run(orders: int, clock: VirtualClock, out: TextIO) -> dict[str, Any]:
     for name, region in regions.items():  # each region's sweeper, for what is left
         sweep(
             PublishDependencies(
-                EventBridgeSink(region.client("events"), region.bus), "orders", region.dynamodb
+                EventBridgeSink(region.client("events"), region.bus),
+                "orders",
+                region.dynamodb,
+                table_keys=DEFAULT_TABLE_KEYS,
             ),
             now=clock.now_datetime(),
             region_scope=RegionScope(name),

@@ -22,6 +22,7 @@ from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.regions import RegionScope, stream_filter_patterns
 from dynamodb_outbox.sinks import EventBridgeSink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import OutboxWriter
 from tests.support.moto_tables import create_outbox_table
 
@@ -97,6 +98,7 @@ def publisher_mapping(region: Region, clock: VirtualClock, scope: RegionScope) -
         table_name=TABLE,
         dynamodb_client=region.dynamodb,
         sleep=clock.advance,
+        table_keys=DEFAULT_TABLE_KEYS,
     )
     stream_arn = region.dynamodb.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
 

@@ -91,6 +91,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from dynamodb_outbox._clock import remaining_seconds
 from dynamodb_outbox._consumer_batch import (
     BatchResult,
     Outcome,
@@ -129,6 +130,7 @@ from dynamodb_outbox.settings import (
     ConfigurationError,
     integer_env,
 )
+from dynamodb_outbox.sizes import is_fifo
 from dynamodb_outbox.stream_types import BatchItemFailure, PartialBatchResponse
 from dynamodb_outbox.trace_context import TraceContext
 
@@ -248,8 +250,6 @@ DEFAULT_STOP_MARGIN_SECONDS: Final = 1.0
 #: source mapping, "BatchSize"), so 10 awaits a whole default batch together.
 DEFAULT_MAX_CONCURRENCY: Final = 10
 
-_FIFO_SUFFIX: Final = ".fifo"
-
 _default_logger = Logger(service=os.environ.get(_ENV_SERVICE_NAME, DEFAULT_SERVICE_NAME))
 
 
@@ -320,11 +320,6 @@ def parse_body(body: object, *, parse_float: Callable[[str], Any] = float) -> En
     (:mod:`dynamodb_outbox.sender_checks`).
     """
     return read_body(body, parse_float=parse_float).envelope
-
-
-def is_fifo(event_source_arn: object) -> bool:
-    """FIFO queue names, hence their ARNs, end in ``.fifo``."""
-    return isinstance(event_source_arn, str) and event_source_arn.endswith(_FIFO_SUFFIX)
 
 
 def _message_group(record: Mapping[str, Any]) -> str | None:
@@ -486,7 +481,9 @@ def process_sqs_batch(
     groups = [_message_group(record) if fifo else None for record in records]
     lanes = lanes_of(groups, fifo)
     deadline = Deadline(
-        _time_left(lambda_context), record_durations or RecordDurations(), stop_margin_seconds
+        remaining_seconds(lambda_context),
+        record_durations or RecordDurations(),
+        stop_margin_seconds,
     )
 
     def run_record(run_one: Callable[[Envelope], None], index: int) -> Outcome:
@@ -635,13 +632,6 @@ async def _captured(awaitable: Awaitable[object]) -> BaseException | None:
     except BaseException as exc:
         return exc
     return None
-
-
-def _time_left(context: object) -> Callable[[], float] | None:
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    if not callable(remaining):
-        return None
-    return lambda: float(remaining()) / 1000
 
 
 def _check_store(store: BasePersistenceLayer, config: IdempotencyConfig, key_prefix: str) -> None:

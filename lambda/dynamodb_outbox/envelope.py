@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from dynamodb_outbox._clock import iso_milliseconds, utc_now
 from dynamodb_outbox.event_ids import (
     event_id_milliseconds,
     is_canonical_event_id,
@@ -88,6 +89,7 @@ __all__ = [
     "DATA_CONTENT_TYPE",
     "DEFAULT_PENDING_SHARDS",
     "MAX_NESTING_DEPTH",
+    "MAX_PENDING_SHARDS",
     "MAX_SEQUENCE",
     "OUTBOX_SK_PREFIX",
     "SPEC_VERSION",
@@ -131,6 +133,8 @@ STATUS_QUARANTINED = "QUARANTINED"
 #: other value. Changing it changes the stored format: items already pending
 #: keep their shard.
 DEFAULT_PENDING_SHARDS: Final = 8
+#: The most shards :func:`pending_shard` spreads over: a shard is two digits.
+MAX_PENDING_SHARDS: Final = 100
 
 #: Nesting levels of the envelope's JSON, the envelope object itself being level 1.
 MAX_NESTING_DEPTH: Final = 100
@@ -166,7 +170,7 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _utc_now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_milliseconds(utc_now())
 
 
 @dataclass(frozen=True)
@@ -533,11 +537,38 @@ def _validate_fields(envelope: Envelope) -> None:
         )
 
 
+def shard_count(shards: object) -> int:
+    """``shards`` if :func:`pending_shard` can spread over it (1 to :data:`MAX_PENDING_SHARDS`).
+
+    The one bound of a shard count (the writer's item, the sweeper's and
+    ``outbox-ops``' index reads). Raises ``ValueError``.
+    """
+    if isinstance(shards, bool) or not isinstance(shards, int):
+        raise ValueError(f"pending shards must be an integer, got {shards!r}")
+    if not 1 <= shards <= MAX_PENDING_SHARDS:
+        raise ValueError(f"pending shards must be between 1 and {MAX_PENDING_SHARDS}, got {shards}")
+    return shards
+
+
+def writers_shard_count(value: object, setting: str) -> int:
+    """``value`` if it is :data:`DEFAULT_PENDING_SHARDS`, the one count writers use.
+
+    The one check of a shard count given as a setting (the writer's
+    ``pending_shards``, ``OUTBOX_PENDING_SHARDS``, ``--pending-shards``): items
+    filed under other shards would never be swept. Raises ``ValueError``
+    naming ``setting``.
+    """
+    if isinstance(value, bool) or value != DEFAULT_PENDING_SHARDS:
+        raise ValueError(
+            f"{setting} must be {DEFAULT_PENDING_SHARDS} (the writers' shard count, the "
+            f"shards the sweeper reads), got {value!r}"
+        )
+    return DEFAULT_PENDING_SHARDS
+
+
 def pending_shard(event_id: str, shards: int = DEFAULT_PENDING_SHARDS) -> str:
     """The pending-index partition of an event: spreads writes over ``shards`` keys."""
-    if not 1 <= shards <= 100:
-        raise ValueError(f"pending shards must be between 1 and 100, got {shards}")
-    return f"{zlib.crc32(event_id.encode()) % shards:02d}"
+    return f"{zlib.crc32(event_id.encode()) % shard_count(shards):02d}"
 
 
 def outbox_item(

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal, Protocol, TypedDict
 
+from dynamodb_outbox._clock import iso_milliseconds
 from dynamodb_outbox.envelope import Envelope
 
 __all__ = [
@@ -100,10 +101,6 @@ def ledger_key(consumer_name: str, event_id: str) -> str:
     return f"{LEDGER_KEY_PREFIX}{consumer_name}#{event_id}"
 
 
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def record_processed(
     client: LedgerDynamoDBClient,
     table_name: str,
@@ -130,7 +127,7 @@ def record_processed(
             ":event_id": {"S": envelope.id},
             ":event_type": {"S": envelope.type},
             ":subject": {"S": envelope.subject},
-            ":now": {"S": _iso(moment)},
+            ":now": {"S": iso_milliseconds(moment)},
             ":expiration": {
                 "N": str(int((moment + timedelta(seconds=expires_after_seconds)).timestamp()))
             },

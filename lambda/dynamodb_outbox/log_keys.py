@@ -20,7 +20,7 @@ from typing import Final
 
 from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
 from dynamodb_outbox.stream_types import AttributeMap
-from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
+from dynamodb_outbox.table_keys import TableKeys
 
 __all__ = ["DIGEST_HEX_CHARS", "key_digest", "loggable_key"]
 
@@ -33,7 +33,7 @@ def key_digest(value: str) -> str:
     return "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:DIGEST_HEX_CHARS]
 
 
-def loggable_key(key: AttributeMap, table_keys: TableKeys = DEFAULT_TABLE_KEYS) -> dict[str, str]:
+def loggable_key(key: AttributeMap, table_keys: TableKeys) -> dict[str, str]:
     """An item key as logs may carry it: an outbox sort key as is, every other value digested."""
     label: dict[str, str] = {}
     for name, attribute in key.items():

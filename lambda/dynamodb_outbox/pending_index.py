@@ -20,12 +20,14 @@ from typing import Any, Final, Literal, Protocol
 from dynamodb_outbox.envelope import (
     ATTR_PENDING_SHARD,
     ATTR_STATUS,
+    MAX_PENDING_SHARDS,
     OUTBOX_SK_PREFIX,
     STATUS_PENDING,
+    shard_count,
 )
 from dynamodb_outbox.event_ids import event_id_at, event_id_datetime
-from dynamodb_outbox.stream_types import AttributeMap
-from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
+from dynamodb_outbox.stream_types import AttributeMap, string_attribute
+from dynamodb_outbox.table_keys import TableKeys
 
 __all__ = [
     "BATCH_GET_MAX_KEYS",
@@ -54,7 +56,6 @@ QUERY_MAX_PAGE: Final = 1000
 DEFAULT_READ_RETRIES: Final = 5
 READ_BACKOFF_BASE_SECONDS: Final = 0.05
 READ_BACKOFF_MAX_SECONDS: Final = 1.0
-MAX_PENDING_SHARDS: Final = 100  # envelope.pending_shard accepts 1..100
 
 #: One ``Query`` on the index: the request's key condition, names, values and
 #: paging; the caller adds the table and index names.
@@ -88,9 +89,7 @@ class IndexReader(Protocol):
 
 def shard_keys(shards: int) -> list[str]:
     """The pending-index partition keys, in the format of ``envelope.pending_shard``."""
-    if isinstance(shards, bool) or not 1 <= shards <= MAX_PENDING_SHARDS:
-        raise ValueError(f"pending shards must be between 1 and {MAX_PENDING_SHARDS}, got {shards}")
-    return [f"{n:02d}" for n in range(shards)]
+    return [f"{n:02d}" for n in range(shard_count(shards))]
 
 
 def pending_boundary_sk(moment: datetime, *, upper: bool = False) -> str:
@@ -116,9 +115,7 @@ def ulid_time(sort_key: str) -> datetime | None:
         return None
 
 
-def keys_of(
-    response: Mapping[str, Any], table_keys: TableKeys = DEFAULT_TABLE_KEYS
-) -> list[AttributeMap]:
+def keys_of(response: Mapping[str, Any], table_keys: TableKeys) -> list[AttributeMap]:
     """The table keys of a ``Query`` page's items (an index page holds the table's keys too)."""
     partition, sort = table_keys.names
     keys: list[AttributeMap] = []
@@ -129,20 +126,18 @@ def keys_of(
     return keys
 
 
-def sort_key(key: Mapping[str, Any], table_keys: TableKeys = DEFAULT_TABLE_KEYS) -> str:
+def sort_key(key: Mapping[str, Any], table_keys: TableKeys) -> str:
     return table_keys.sort_value(key)
 
 
-def key_id(key: Mapping[str, Any], table_keys: TableKeys = DEFAULT_TABLE_KEYS) -> str:
+def key_id(key: Mapping[str, Any], table_keys: TableKeys) -> str:
     """A key or an item's key as text, to match items read back to their keys."""
     return json.dumps([key.get(name) for name in table_keys.names], sort_keys=True)
 
 
 def is_pending(item: Mapping[str, Any]) -> bool:
     """Pending and in the index: a quarantined item is never re-published."""
-    status = item.get(ATTR_STATUS)
-    text = status.get("S") if isinstance(status, Mapping) else None
-    return text == STATUS_PENDING and ATTR_PENDING_SHARD in item
+    return string_attribute(item, ATTR_STATUS) == STATUS_PENDING and ATTR_PENDING_SHARD in item
 
 
 # ---------------------------------------------------------------------- the keys
@@ -164,7 +159,7 @@ class ShardCursor:
         sort_key_condition: str | None = None,
         values: Mapping[str, Any] | None = None,
         page_limit: int | None = None,
-        table_keys: TableKeys = DEFAULT_TABLE_KEYS,
+        table_keys: TableKeys,
     ) -> None:
         self.query = query
         self.shard = shard
@@ -276,7 +271,7 @@ def read_back(
     retries: int = DEFAULT_READ_RETRIES,
     sleep: Callable[[float], None] = time.sleep,
     may_retry: Callable[[], bool] | None = None,
-    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
+    table_keys: TableKeys,
 ) -> ReadBack:
     """The items of ``keys`` (at most :data:`BATCH_GET_MAX_KEYS`) in one ``BatchGetItem``.
 

@@ -49,6 +49,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dynamodb_outbox._clock import remaining_seconds
 from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
 from dynamodb_outbox.pending_index import (
     BATCH_GET_MAX_KEYS,
@@ -96,7 +97,7 @@ from dynamodb_outbox.subject_sequences import (
     sequence_of,
     subject_of,
 )
-from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
+from dynamodb_outbox.table_keys import TableKeys
 
 __all__ = [
     "MissingSequenceNumber",
@@ -198,7 +199,7 @@ def _stream_candidate(
 
 def read_stream_batch(
     records: Sequence[DynamoDBStreamRecord],
-    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
+    table_keys: TableKeys,
     region_scope: RegionScope = SINGLE_REGION,
 ) -> tuple[list[OutboxCandidate], PublishResult]:
     """The outbox inserts of a stream batch, as candidates; the others counted and logged.
@@ -450,7 +451,7 @@ def handler(event: DynamoDBStreamEvent, context: LambdaContext) -> PartialBatchR
         result = publish_stream_batch(
             records,
             runtime,
-            time_left=_time_left(context),
+            time_left=remaining_seconds(context),
             sweeper_runs=_sweeper_runs(),
             region_scope=_region_scope(),
         )
@@ -460,14 +461,6 @@ def handler(event: DynamoDBStreamEvent, context: LambdaContext) -> PartialBatchR
     _emit_metrics(result, runtime.sink)
     logger.info("batch done", extra={"result": asdict(result)})
     return result.response()
-
-
-def _time_left(context: object) -> Callable[[], float] | None:
-    """The invocation's remaining seconds, read from the Lambda context."""
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    if not callable(remaining):
-        return None
-    return lambda: float(remaining()) / 1000
 
 
 def _emit_metrics(result: PublishResult, sink: Sink) -> None:

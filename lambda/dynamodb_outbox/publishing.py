@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, ClassVar, Final, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from aws_lambda_powertools import Logger
@@ -43,6 +43,7 @@ from botocore.exceptions import (
     ValidationError as BotocoreValidationError,
 )
 
+from dynamodb_outbox._clock import iso_milliseconds, utc_now
 from dynamodb_outbox.envelope import (
     ATTR_ENVELOPE,
     ATTR_PENDING_SHARD,
@@ -60,8 +61,13 @@ from dynamodb_outbox.sinks import (
     Sink,
     SinkError,
 )
-from dynamodb_outbox.stream_types import AttributeMap, PartialBatchResponse
-from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
+from dynamodb_outbox.stream_types import (
+    AttributeMap,
+    PartialBatchResponse,
+    lookup,
+    string_attribute,
+)
+from dynamodb_outbox.table_keys import TableKeys
 
 __all__ = [
     "OutboxCandidate",
@@ -163,29 +169,26 @@ class PublisherDynamoDBClient(Protocol):
 ClientT = TypeVar("ClientT", bound=PublisherDynamoDBClient, covariant=True)
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class PublishDependencies(NamedTuple, Generic[ClientT]):
     """What publishing needs, made once and passed as one value.
 
     The sink and the table its items are deleted from (through
-    ``dynamodb_client``), then what tests replace: ``sleep`` and ``clock``
-    (the quarantine timestamp), how often a delete is retried, and the
-    retry policy for entries that failed retryably, and the names of the
-    table's key attributes. ``ClientT`` is the client's type: the sweeper's
-    reads the pending index too.
+    ``dynamodb_client``) and the names of that table's key attributes (no
+    default: the module configures them, and ``PK``/``SK`` read on a table
+    keyed otherwise would find no outbox item), then what tests replace:
+    ``sleep`` and ``clock`` (the quarantine timestamp), how often a delete is
+    retried, and the retry policy for entries that failed retryably.
+    ``ClientT`` is the client's type: the sweeper's reads the pending index too.
     """
 
     sink: Sink
     table_name: str
     dynamodb_client: ClientT
+    table_keys: TableKeys
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], datetime] = utc_now
     delete_retries: int = DEFAULT_DELETE_RETRIES
     retry: RetryPolicy = DEFAULT_RETRY
-    table_keys: TableKeys = DEFAULT_TABLE_KEYS
 
 
 # ---------------------------------------------------------------------------- result
@@ -272,22 +275,7 @@ class _Publish(NamedTuple):
 _Plan = _Poison | _Publish
 
 
-def lookup(mapping: object, name: str) -> object:
-    # A dict first: an isinstance check against the Mapping ABC costs several
-    # times as much, and the publisher makes a dozen lookups per record.
-    if type(mapping) is dict or isinstance(mapping, Mapping):
-        return mapping.get(name)
-    return None
-
-
-def string_attribute(item: object, name: str) -> str | None:
-    value = lookup(lookup(item, name), "S")
-    return value if isinstance(value, str) else None
-
-
-def _plan(
-    candidate: OutboxCandidate, sink: Sink, table_keys: TableKeys = DEFAULT_TABLE_KEYS
-) -> _Plan:
+def _plan(candidate: OutboxCandidate, sink: Sink, table_keys: TableKeys) -> _Plan:
     """Publish or quarantine; whatever reading the item raises makes it poison, alone."""
     try:
         return _plan_or_raise(candidate, sink, table_keys)
@@ -361,10 +349,6 @@ def describe_error(exc: BaseException) -> str:
 
 
 # ----------------------------------------------------------------------- the core
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _error_code(exc: Exception) -> str:
@@ -651,7 +635,7 @@ class Publication:
                 ExpressionAttributeValues={
                     ":status": {"S": STATUS_QUARANTINED},
                     ":reason": {"S": reason},
-                    ":at": {"S": _iso(self.clock())},
+                    ":at": {"S": iso_milliseconds(self.clock())},
                 },
             )
         except Exception as exc:

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from dynamodb_outbox.stream_types import string_attribute
+
 __all__ = [
     "ATTR_REGION",
     "REGION_SHARD_SEPARATOR",
@@ -59,11 +61,7 @@ def regional_shard(shard: str, region: str | None) -> str:
 
 def region_of(item: Mapping[str, Any] | None) -> str | None:
     """The region stamped on a low-level outbox item (or stream image); None when unstamped."""
-    if not isinstance(item, Mapping):
-        return None
-    value = item.get(ATTR_REGION)
-    text = value.get("S") if isinstance(value, Mapping) else None
-    return text if isinstance(text, str) and text else None
+    return string_attribute(item, ATTR_REGION) or None
 
 
 @dataclass(frozen=True)

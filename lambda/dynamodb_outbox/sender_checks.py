@@ -48,7 +48,7 @@ A body that fails a check raises :class:`UntrustedSender` (an
 message alone, counts it as ``UntrustedEvents`` and, after ``maxReceiveCount``
 receives, SQS moves it to the DLQ for a human; it is never processed.
 
-Standard library only: imported on every record.
+Standard library and the sinks' rules only (no boto3): imported on every record.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from dynamodb_outbox.settings import (
     ENV_CONSUMER_TRANSPORT,
     ConfigurationError,
 )
+from dynamodb_outbox.sinks import PublishTo, parse_publish_to, parse_topic_arn
 
 __all__ = [
     "ANY_SENDER",
@@ -82,7 +83,7 @@ __all__ = [
 EVENTBRIDGE: Final = "eventbridge"
 SNS: Final = "sns"
 # OUTBOX_CONSUMER_TRANSPORT values (publish_to's) by the body shape they deliver.
-_TRANSPORTS: Final = {"eventbridge": EVENTBRIDGE, "sns": SNS, "sns_fifo": SNS}
+_TRANSPORTS: Final[dict[PublishTo, str]] = {"eventbridge": EVENTBRIDGE, "sns": SNS, "sns_fifo": SNS}
 
 #: The fields of every event EventBridge delivers to a target ("Amazon EventBridge
 #: events" in the EventBridge User Guide): version, id, detail-type, source,
@@ -110,7 +111,12 @@ class ExpectedSender:
 
     @classmethod
     def sns(cls, topic_arn: str) -> ExpectedSender:
-        return cls(SNS, _checked_arn(topic_arn, "sns", ENV_CONSUMER_TOPIC_ARN))
+        try:
+            return cls(SNS, parse_topic_arn(topic_arn).arn)
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"environment variable {ENV_CONSUMER_TOPIC_ARN} {exc}"
+            ) from None
 
     @property
     def region(self) -> str | None:
@@ -145,15 +151,13 @@ def expected_sender_from_environment(environ: Mapping[str, str] | None = None) -
     or topic is missing or malformed.
     """
     environ = os.environ if environ is None else environ
-    configured = environ.get(ENV_CONSUMER_TRANSPORT, "").strip().lower()
-    if not configured:
+    configured = environ.get(ENV_CONSUMER_TRANSPORT, "")
+    if not configured.strip():
         return ANY_SENDER
-    transport = _TRANSPORTS.get(configured)
-    if transport is None:
-        raise ConfigurationError(
-            f"environment variable {ENV_CONSUMER_TRANSPORT} must be one of "
-            f"{sorted(_TRANSPORTS)}, got {environ.get(ENV_CONSUMER_TRANSPORT)!r}"
-        )
+    try:
+        transport = _TRANSPORTS[parse_publish_to(configured)]
+    except ValueError as exc:
+        raise ConfigurationError(f"environment variable {ENV_CONSUMER_TRANSPORT}: {exc}") from None
     if transport == EVENTBRIDGE:
         return ExpectedSender.eventbridge(environ.get(ENV_CONSUMER_EVENT_BUS_ARN, ""))
     return ExpectedSender.sns(environ.get(ENV_CONSUMER_TOPIC_ARN, ""))

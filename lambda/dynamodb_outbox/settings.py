@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
 
     from dynamodb_outbox.regions import RegionScope
-    from dynamodb_outbox.sinks import Sink
+    from dynamodb_outbox.sinks import PublishTo, Sink
     from dynamodb_outbox.table_keys import TableKeys
 
 __all__ = [
@@ -51,11 +51,14 @@ __all__ = [
     "boto3_client",
     "integer_env",
     "multi_region_from_environment",
+    "pending_index_from_environment",
     "pending_shards_from_environment",
+    "publish_to_from_environment",
     "region_scope_from_environment",
     "required_env",
     "sink_from_environment",
     "sweeper_enabled_from_environment",
+    "table_key_names_from_environment",
     "table_keys_from_environment",
 ]
 
@@ -150,17 +153,27 @@ def pending_shards_from_environment(environ: Mapping[str, str]) -> int:
 
     The writer always spreads pending items over
     :data:`~dynamodb_outbox.envelope.DEFAULT_PENDING_SHARDS` shards; a sweeper
-    or ``outbox-ops`` reading another count would miss items, so it is refused.
+    or ``outbox-ops`` reading another count would miss items, so it is refused
+    (:func:`~dynamodb_outbox.envelope.writers_shard_count`).
     """
-    from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS
+    from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, writers_shard_count
 
     text = environ.get(ENV_PENDING_SHARDS, "").strip()
-    if text and text != str(DEFAULT_PENDING_SHARDS):
-        raise ConfigurationError(
-            f"environment variable {ENV_PENDING_SHARDS} must be unset or "
-            f"{DEFAULT_PENDING_SHARDS} (the writer's shard count), got {text!r}"
-        )
-    return DEFAULT_PENDING_SHARDS
+    if not text:
+        return DEFAULT_PENDING_SHARDS
+    value: object = DEFAULT_PENDING_SHARDS if text == str(DEFAULT_PENDING_SHARDS) else text
+    try:
+        return writers_shard_count(value, f"environment variable {ENV_PENDING_SHARDS}")
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def pending_index_from_environment(environ: Mapping[str, str] | None = None) -> str:
+    """``OUTBOX_PENDING_INDEX``, the sparse pending index's name; ``outbox-pending`` when unset."""
+    from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
+
+    text = (os.environ if environ is None else environ).get(ENV_PENDING_INDEX, "")
+    return text.strip() or DEFAULT_PENDING_INDEX
 
 
 def sweeper_enabled_from_environment(environ: Mapping[str, str] | None = None) -> bool:
@@ -231,17 +244,30 @@ def region_scope_from_environment(environ: Mapping[str, str] | None = None) -> R
         ) from None
 
 
+def table_key_names_from_environment(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """``OUTBOX_PARTITION_KEY`` and ``OUTBOX_SORT_KEY`` as given, each ``PK``/``SK`` when unset.
+
+    Unchecked: ``outbox-ops`` shows them as its options' defaults, and
+    :func:`table_keys_from_environment` checks them.
+    """
+    from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
+
+    environ = os.environ if environ is None else environ
+    return (
+        environ.get(ENV_PARTITION_KEY) or DEFAULT_TABLE_KEYS.partition,
+        environ.get(ENV_SORT_KEY) or DEFAULT_TABLE_KEYS.sort,
+    )
+
+
 def table_keys_from_environment(environ: Mapping[str, str] | None = None) -> TableKeys:
     """The table's key names: ``OUTBOX_PARTITION_KEY``/``OUTBOX_SORT_KEY``, else ``PK``/``SK``.
 
     Raises :class:`ConfigurationError` naming the variable at fault.
     """
-    from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, InvalidTableKeys, TableKeys
+    from dynamodb_outbox.table_keys import InvalidTableKeys, TableKeys
 
-    environ = os.environ if environ is None else environ
     variables = {"partition": ENV_PARTITION_KEY, "sort": ENV_SORT_KEY}
-    partition = environ.get(ENV_PARTITION_KEY) or DEFAULT_TABLE_KEYS.partition
-    sort = environ.get(ENV_SORT_KEY) or DEFAULT_TABLE_KEYS.sort
+    partition, sort = table_key_names_from_environment(environ)
     try:
         return TableKeys(partition, sort)
     except InvalidTableKeys as exc:
@@ -273,6 +299,24 @@ def boto3_client(service: Literal["dynamodb", "events", "sns"]) -> object:
     return boto3.client(service)
 
 
+def publish_to_from_environment(environ: Mapping[str, str] | None = None) -> PublishTo:
+    """``OUTBOX_PUBLISH_TO``: ``eventbridge`` (when unset or blank), ``sns`` or ``sns_fifo``.
+
+    The writer's :meth:`~dynamodb_outbox.writer.OutboxWriter.from_environment`,
+    the publisher, the sweeper and ``outbox-ops`` read it here. Raises
+    :class:`ConfigurationError` naming the variable.
+    """
+    from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, parse_publish_to
+
+    text = (os.environ if environ is None else environ).get(ENV_PUBLISH_TO, "")
+    if not text.strip():
+        return PUBLISH_TO_EVENTBRIDGE
+    try:
+        return parse_publish_to(text)
+    except ValueError as exc:
+        raise ConfigurationError(f"environment variable {ENV_PUBLISH_TO}: {exc}") from None
+
+
 def sink_from_environment(
     environ: Mapping[str, str] | None = None,
     client_factory: ClientFactory | None = None,
@@ -286,34 +330,27 @@ def sink_from_environment(
     """
     from dynamodb_outbox.sinks import (
         PUBLISH_TO_EVENTBRIDGE,
-        PUBLISH_TO_SNS,
         PUBLISH_TO_SNS_FIFO,
         EventBridgeSink,
         SnsSink,
-        is_sns_topic_arn,
+        parse_topic_arn,
     )
+    from dynamodb_outbox.sizes import FIFO_SUFFIX
 
     environ = os.environ if environ is None else environ
     make_client: ClientFactory = client_factory or boto3_client
-    publish_to = environ.get(ENV_PUBLISH_TO, "").strip().lower() or PUBLISH_TO_EVENTBRIDGE
+    publish_to = publish_to_from_environment(environ)
     if publish_to == PUBLISH_TO_EVENTBRIDGE:
         bus = required_env(ENV_EVENT_BUS_NAME, environ)
         return EventBridgeSink(make_client("events"), bus)
-    if publish_to in (PUBLISH_TO_SNS, PUBLISH_TO_SNS_FIFO):
-        topic_arn = required_env(ENV_TOPIC_ARN, environ)
-        if not is_sns_topic_arn(topic_arn):
-            raise ConfigurationError(
-                f"environment variable {ENV_TOPIC_ARN} must be an SNS topic ARN "
-                f"(arn:<partition>:sns:<region>:<account>:<name>), got {topic_arn!r}"
-            )
-        if publish_to == PUBLISH_TO_SNS_FIFO and not topic_arn.endswith(".fifo"):
-            # A standard topic would take the events without their order.
-            raise ConfigurationError(
-                f"environment variable {ENV_TOPIC_ARN} must name a FIFO topic (ending in "
-                f".fifo) when {ENV_PUBLISH_TO}={PUBLISH_TO_SNS_FIFO}, got {topic_arn!r}"
-            )
-        return SnsSink(make_client("sns"), topic_arn)
-    raise ConfigurationError(
-        f"environment variable {ENV_PUBLISH_TO} must be {PUBLISH_TO_EVENTBRIDGE!r}, "
-        f"{PUBLISH_TO_SNS!r} or {PUBLISH_TO_SNS_FIFO!r}, got {environ.get(ENV_PUBLISH_TO)!r}"
-    )
+    try:
+        topic = parse_topic_arn(required_env(ENV_TOPIC_ARN, environ))
+    except ValueError as exc:
+        raise ConfigurationError(f"environment variable {ENV_TOPIC_ARN} {exc}") from None
+    if publish_to == PUBLISH_TO_SNS_FIFO and not topic.fifo:
+        # A standard topic would take the events without their order.
+        raise ConfigurationError(
+            f"environment variable {ENV_TOPIC_ARN} must name a FIFO topic (ending in "
+            f"{FIFO_SUFFIX}) when {ENV_PUBLISH_TO}={PUBLISH_TO_SNS_FIFO}, got {topic.arn!r}"
+        )
+    return SnsSink(make_client("sns"), topic.arn)

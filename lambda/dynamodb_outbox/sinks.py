@@ -35,14 +35,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final, NamedTuple, NotRequired, Protocol, TypedDict
+from typing import Any, Final, Literal, NamedTuple, NotRequired, Protocol, TypedDict, cast
 
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.sizes import (
+    FIFO_SUFFIX,
     PUT_EVENTS_MAX_REQUEST_BYTES,
     QUEUE_DELIVERY_BUDGET_BYTES,
     SNS_MAX_MESSAGE_BYTES,
     eventbridge_delivery_bytes,
+    is_fifo,
     sns_delivery_bytes,
 )
 from dynamodb_outbox.trace_context import TraceContext
@@ -51,6 +53,7 @@ __all__ = [
     "EVENTBRIDGE_RULES",
     "POISON_PUT_EVENTS_CODES",
     "POISON_SNS_CODES",
+    "PUBLISH_TO",
     "PUBLISH_TO_EVENTBRIDGE",
     "PUBLISH_TO_SNS",
     "PUBLISH_TO_SNS_FIFO",
@@ -70,21 +73,47 @@ __all__ = [
     "EventBridgeSink",
     "EventsClient",
     "OutboundEvent",
+    "PublishTo",
     "Sink",
     "SinkError",
     "SinkRules",
     "SnsClient",
     "SnsRules",
     "SnsSink",
-    "is_sns_topic_arn",
+    "TopicArn",
+    "parse_publish_to",
+    "parse_topic_arn",
     "put_events_entry_size",
     "rules_for",
     "sns_entry_size",
 ]
 
+#: The module's ``publish_to``: which transport the events leave by.
+PublishTo = Literal["eventbridge", "sns", "sns_fifo"]
 PUBLISH_TO_EVENTBRIDGE: Final = "eventbridge"
 PUBLISH_TO_SNS: Final = "sns"
 PUBLISH_TO_SNS_FIFO: Final = "sns_fifo"
+#: Every ``publish_to`` value, in the order the module's documentation lists them.
+PUBLISH_TO: Final[tuple[PublishTo, ...]] = (
+    PUBLISH_TO_EVENTBRIDGE,
+    PUBLISH_TO_SNS,
+    PUBLISH_TO_SNS_FIFO,
+)
+
+
+def parse_publish_to(value: object) -> PublishTo:
+    """``value`` as a ``publish_to`` name (case and surrounding blanks ignored).
+
+    The one place a ``publish_to`` value is read: the writer's argument, the
+    publisher's and sweeper's ``OUTBOX_PUBLISH_TO`` and a consumer's
+    ``OUTBOX_CONSUMER_TRANSPORT`` all come through here. Raises ``ValueError``
+    listing the values it takes.
+    """
+    name = value.strip().lower() if isinstance(value, str) else None
+    if name not in PUBLISH_TO:
+        raise ValueError(f"publish_to must be one of {', '.join(PUBLISH_TO)}, got {value!r}")
+    return name
+
 
 PUT_EVENTS_MAX_ENTRIES: Final = 10
 # Every size limit, and the queue each path ends in, is in dynamodb_outbox.sizes.
@@ -435,7 +464,7 @@ EVENTBRIDGE_RULES: Final = EventBridgeRules()
 SNS_RULES: Final = SnsRules()
 SNS_FIFO_RULES: Final = SnsRules(fifo=True)
 
-_RULES_BY_NAME: Final[Mapping[str, SinkRules]] = {
+_RULES_BY_NAME: Final[Mapping[PublishTo, SinkRules]] = {
     PUBLISH_TO_EVENTBRIDGE: EVENTBRIDGE_RULES,
     PUBLISH_TO_SNS: SNS_RULES,
     PUBLISH_TO_SNS_FIFO: SNS_FIFO_RULES,
@@ -443,13 +472,11 @@ _RULES_BY_NAME: Final[Mapping[str, SinkRules]] = {
 
 
 def rules_for(publish_to: str) -> SinkRules:
-    """The rules of the module's ``publish_to``: ``eventbridge``, ``sns`` or ``sns_fifo``."""
-    rules = _RULES_BY_NAME.get(publish_to.strip().lower()) if isinstance(publish_to, str) else None
-    if rules is None:
-        raise ValueError(
-            f"publish_to must be one of {', '.join(sorted(_RULES_BY_NAME))}, got {publish_to!r}"
-        )
-    return rules
+    """The rules of the module's ``publish_to``: ``eventbridge``, ``sns`` or ``sns_fifo``.
+
+    Raises ``ValueError`` (:func:`parse_publish_to`) for any other value.
+    """
+    return _RULES_BY_NAME[parse_publish_to(publish_to)]
 
 
 # ------------------------------------------------------------------------------ sinks
@@ -530,9 +557,40 @@ class EventBridgeSink:
         )
 
 
-def is_sns_topic_arn(arn: str) -> bool:
-    parts = arn.split(":")
-    return len(parts) == 6 and parts[0] == "arn" and parts[2] == "sns" and all(parts[1:])
+#: SNS ``CreateTopic``: 1-256 ASCII letters, digits, ``_`` and ``-``, a FIFO
+#: topic's ending in ``.fifo`` (counted in the 256); accounts are 12 digits.
+_SNS_TOPIC_ARN: Final = re.compile(
+    r"arn:(aws[a-z-]*):sns:([a-z0-9-]+):(\d{12}):"
+    rf"((?=[A-Za-z0-9_.-]{{1,256}}\Z)[A-Za-z0-9_-]+(?:{re.escape(FIFO_SUFFIX)})?)"
+)
+
+
+class TopicArn(NamedTuple):
+    """An SNS topic's ARN, read once: ``arn:<partition>:sns:<region>:<account>:<name>``."""
+
+    arn: str
+    partition: str
+    region: str
+    account: str
+    name: str
+
+    @property
+    def fifo(self) -> bool:
+        """A FIFO topic: its name ends in ``.fifo``."""
+        return is_fifo(self.name)
+
+
+def parse_topic_arn(arn: object) -> TopicArn:
+    """``arn`` read as an SNS topic ARN; the one check of one, for every part that takes one.
+
+    Raises ``ValueError`` showing the form expected.
+    """
+    found = _SNS_TOPIC_ARN.fullmatch(arn) if isinstance(arn, str) else None
+    if found is None:
+        raise ValueError(
+            f"must be an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>), got {arn!r}"
+        )
+    return TopicArn(cast(str, arn), *found.groups())
 
 
 class SnsSink:
@@ -554,14 +612,13 @@ class SnsSink:
         max_request_bytes: int = SNS_MAX_REQUEST_BYTES,
         max_delivery_bytes: int = QUEUE_DELIVERY_BUDGET_BYTES,
     ) -> None:
-        if not is_sns_topic_arn(topic_arn):
-            raise ValueError(
-                f"the SNS topic must be given by ARN (arn:<partition>:sns:<region>:<account>:"
-                f"<name>), got {topic_arn!r}"
-            )
+        try:
+            topic = parse_topic_arn(topic_arn)
+        except ValueError as exc:
+            raise ValueError(f"the SNS topic {exc}") from None
         self._client = client
-        self.topic_arn = topic_arn
-        self.fifo = topic_arn.endswith(".fifo")
+        self.topic_arn = topic.arn
+        self.fifo = topic.fifo
         self.rules: SinkRules = SnsRules(
             fifo=self.fifo,
             max_request_bytes=max_request_bytes,

@@ -66,6 +66,7 @@ __all__ = [
     "ACCOUNT_ID_LENGTH",
     "DLQ_ATTRIBUTES_ALLOWANCE_BYTES",
     "EVENTBRIDGE_TARGET_DLQ_ATTRIBUTES",
+    "FIFO_SUFFIX",
     "PUT_EVENTS_MAX_REQUEST_BYTES",
     "QUEUE_DELIVERY_BUDGET_BYTES",
     "QUEUE_MAX_MESSAGE_BYTES",
@@ -73,6 +74,7 @@ __all__ = [
     "SNS_MAX_MESSAGE_BYTES",
     "SQS_MAX_MESSAGE_BYTES_CEILING",
     "eventbridge_delivery_bytes",
+    "is_fifo",
     "json_string_bytes",
     "json_text_bytes",
     "sns_delivery_bytes",
@@ -98,6 +100,15 @@ ACCOUNT_ID_LENGTH: Final = 12
 _UUID_LENGTH: Final = 36
 #: SNS ``CreateTopic``: up to 256 characters (``.fifo`` included).
 _TOPIC_NAME_MAX_LENGTH: Final = 256
+#: SQS ``CreateQueue`` and SNS ``CreateTopic``: a FIFO queue's or topic's name
+#: ends in ``.fifo`` (and only a FIFO one's may), so its ARN and URL do too.
+FIFO_SUFFIX: Final = ".fifo"
+
+
+def is_fifo(name_or_arn: object) -> bool:
+    """Whether a queue or topic, by name, ARN or URL, is a FIFO one: ends in ``.fifo``."""
+    return isinstance(name_or_arn, str) and name_or_arn.endswith(FIFO_SUFFIX)
+
 
 # ------------------------------------------ allowances where AWS states no bound
 

@@ -1,5 +1,6 @@
 """Wire shapes of the DynamoDB Streams events Lambda delivers, and of the replies
-Lambda reads from the stream publisher and the SQS consumer alike.
+Lambda reads from the stream publisher and the SQS consumer alike; and the one
+reader of a string attribute in DynamoDB's low-level JSON (:func:`string_attribute`).
 
 Field names are AWS's own, so a reader can hold them against the AWS reference.
 They describe what AWS promises; the publisher still checks every field it
@@ -9,6 +10,7 @@ the batch and block its shard.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 #: A low-level DynamoDB attribute value, e.g. ``{"S": "ORDER#1"}`` or ``{"N": "3"}``.
@@ -31,7 +33,27 @@ __all__ = [
     "StreamRecordData",
     "StreamViewType",
     "UserIdentity",
+    "lookup",
+    "string_attribute",
 ]
+
+
+def lookup(mapping: object, name: str) -> object:
+    """``mapping[name]`` when ``mapping`` is a mapping holding it, else None."""
+    # A dict first: an isinstance check against the Mapping ABC costs several
+    # times as much, and the publisher makes a dozen lookups per record.
+    if type(mapping) is dict or isinstance(mapping, Mapping):
+        return mapping.get(name)
+    return None
+
+
+def string_attribute(item: object, name: str) -> str | None:
+    """The string (``S``) value of attribute ``name`` of a low-level item, key or image.
+
+    None when ``item`` is no mapping, lacks the attribute, or holds it as another type.
+    """
+    value = lookup(lookup(item, name), "S")
+    return value if isinstance(value, str) else None
 
 
 class StreamRecordData(TypedDict, total=False):

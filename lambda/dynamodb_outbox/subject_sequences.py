@@ -35,9 +35,10 @@ from dynamodb_outbox.envelope import (
     ATTR_STATUS,
     ATTR_SUBJECT,
     OUTBOX_SK_PREFIX,
-    STATUS_PENDING,
 )
-from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
+from dynamodb_outbox.pending_index import is_pending
+from dynamodb_outbox.stream_types import string_attribute
+from dynamodb_outbox.table_keys import TableKeys
 
 __all__ = [
     "QUERY_ATTRIBUTES",
@@ -87,30 +88,19 @@ def sequence_of(item: object) -> int | None:
 
 
 def subject_of(item: object) -> str | None:
-    value = item.get(ATTR_SUBJECT) if isinstance(item, Mapping) else None
-    text = value.get("S") if isinstance(value, Mapping) else None
-    return text if isinstance(text, str) else None
+    return string_attribute(item, ATTR_SUBJECT)
 
 
-def partition_of(key: Mapping[str, Any], table_keys: TableKeys = DEFAULT_TABLE_KEYS) -> str:
+def partition_of(key: Mapping[str, Any], table_keys: TableKeys) -> str:
     """A key's (or an item's) partition key value as text, to group by partition."""
     return json.dumps(key.get(table_keys.partition), sort_keys=True)
-
-
-def _pending(row: Mapping[str, Any]) -> bool:
-    status = row.get(ATTR_STATUS)
-    return (
-        isinstance(status, Mapping)
-        and status.get("S") == STATUS_PENDING
-        and ATTR_PENDING_SHARD in row
-    )
 
 
 def pending_sequences(
     client: SequenceReader,
     table_name: str,
     partition_value: Mapping[str, Any],
-    table_keys: TableKeys = DEFAULT_TABLE_KEYS,
+    table_keys: TableKeys,
 ) -> tuple[PendingSequences, int]:
     """The pending sequenced events of the partition ``partition_value``, and the calls made.
 
@@ -142,14 +132,8 @@ def pending_sequences(
         page = client.query(**request)
         for row in page.get("Items") or []:
             sequence, subject = sequence_of(row), subject_of(row)
-            sort = row.get(sort_name)
-            sk = sort.get("S") if isinstance(sort, Mapping) else None
-            if (
-                sequence is not None
-                and subject is not None
-                and isinstance(sk, str)
-                and _pending(row)
-            ):
+            sk = string_attribute(row, sort_name)
+            if sequence is not None and subject is not None and sk is not None and is_pending(row):
                 found.setdefault(subject, []).append((sequence, sk))
         last = page.get("LastEvaluatedKey")
         if not last:

@@ -61,6 +61,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dynamodb_outbox._clock import remaining_seconds
 from dynamodb_outbox.envelope import (
     DEFAULT_PENDING_SHARDS,
     OUTBOX_SK_PREFIX,
@@ -95,11 +96,11 @@ from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
     ENV_MAX_ITEMS,
     ENV_MIN_AGE_SECONDS,
-    ENV_PENDING_INDEX,
     ENV_TABLE_NAME,
     ClientFactory,
     boto3_client,
     integer_env,
+    pending_index_from_environment,
     pending_shards_from_environment,
     region_scope_from_environment,
     required_env,
@@ -116,7 +117,7 @@ from dynamodb_outbox.subject_sequences import (
     sequence_of,
     subject_of,
 )
-from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
+from dynamodb_outbox.table_keys import TableKeys
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
@@ -640,7 +641,7 @@ class SweeperRuntime(NamedTuple):
     shards: int
     min_age_seconds: int
     max_items: int
-    table_keys: TableKeys = DEFAULT_TABLE_KEYS
+    table_keys: TableKeys
     region_scope: RegionScope = SINGLE_REGION
 
 
@@ -655,7 +656,7 @@ def runtime_from_environment(
         sink=sink_from_environment(environ, make_client),
         table_name=required_env(ENV_TABLE_NAME, environ),
         dynamodb_client=make_client("dynamodb"),
-        index_name=environ.get(ENV_PENDING_INDEX, "").strip() or DEFAULT_PENDING_INDEX,
+        index_name=pending_index_from_environment(environ),
         shards=pending_shards_from_environment(environ),
         min_age_seconds=integer_env(environ, ENV_MIN_AGE_SECONDS, DEFAULT_MIN_AGE_SECONDS, 0),
         max_items=integer_env(environ, ENV_MAX_ITEMS, DEFAULT_MAX_ITEMS, 1),
@@ -718,7 +719,7 @@ def handler(event: Mapping[str, Any] | None, context: LambdaContext) -> dict[str
         shards=runtime.shards,
         min_age_seconds=runtime.min_age_seconds,
         max_items=runtime.max_items,
-        time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+        time_left=remaining_seconds(context),
         region_scope=runtime.region_scope,
     )
     record_metrics(result, metrics, runtime.sink.rules.name)

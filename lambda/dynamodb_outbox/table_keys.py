@@ -33,6 +33,7 @@ from dynamodb_outbox.envelope import (
     OUTBOX_SK_PREFIX,
 )
 from dynamodb_outbox.regions import ATTR_REGION
+from dynamodb_outbox.stream_types import string_attribute
 
 __all__ = [
     "DEFAULT_TABLE_KEYS",
@@ -127,9 +128,7 @@ class TableKeys:
 
     def sort_value(self, item: object) -> str:
         """The sort key's string (``S``) value in a low-level item or key; "" when absent."""
-        attribute = item.get(self.sort) if isinstance(item, Mapping) else None
-        value = attribute.get("S") if isinstance(attribute, Mapping) else None
-        return value if isinstance(value, str) else ""
+        return string_attribute(item, self.sort) or ""
 
     def stream_filter_pattern(self) -> str:
         """The publisher's stream filter: INSERTs of items whose sort key starts with ``OUTBOX#``.

@@ -52,7 +52,7 @@ import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from decimal import Decimal, DecimalException, InvalidOperation
 from typing import TYPE_CHECKING, Any, Final, TypedDict, cast
 from uuid import UUID
@@ -62,6 +62,7 @@ from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
 from dynamodb_outbox import trace_context
+from dynamodb_outbox._clock import iso_milliseconds
 from dynamodb_outbox.envelope import (
     ATTR_PK,
     ATTR_SK,
@@ -70,6 +71,7 @@ from dynamodb_outbox.envelope import (
     Envelope,
     InvalidEnvelope,
     outbox_item,
+    writers_shard_count,
 )
 from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
@@ -77,10 +79,10 @@ from dynamodb_outbox.regions import RegionScope
 from dynamodb_outbox.settings import (
     ENV_AWS_REGION,
     ENV_MULTI_REGION,
-    ENV_PUBLISH_TO,
     ENV_TABLE_NAME,
     ConfigurationError,
     multi_region_from_environment,
+    publish_to_from_environment,
     table_keys_from_environment,
 )
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
@@ -534,13 +536,10 @@ class OutboxWriter:
             except ValueError as exc:
                 raise InvalidWrite(f"region: {exc}") from None
         self.region = region
-        if isinstance(pending_shards, bool) or not isinstance(pending_shards, int):
-            raise InvalidWrite("pending_shards must be an integer")
-        if pending_shards != DEFAULT_PENDING_SHARDS:
-            raise InvalidWrite(
-                f"pending_shards must be {DEFAULT_PENDING_SHARDS}, the shards the sweeper reads, "
-                f"got {pending_shards}: items in other shards would never be swept"
-            )
+        try:
+            pending_shards = writers_shard_count(pending_shards, "pending_shards")
+        except ValueError as exc:
+            raise InvalidWrite(str(exc)) from None
         try:
             self.table_keys = TableKeys(partition_key, sort_key)
         except InvalidTableKeys as exc:
@@ -587,6 +586,7 @@ class OutboxWriter:
             raise InvalidWrite(f"environment variable {ENV_TABLE_NAME} is not set")
         try:
             keys = table_keys_from_environment(environ)
+            publish_to = publish_to_from_environment(environ)
         except ConfigurationError as exc:
             raise InvalidWrite(str(exc)) from None
         return cls(
@@ -594,7 +594,7 @@ class OutboxWriter:
             client,
             source=source,
             key_schemas=key_schemas,
-            publish_to=environ.get(ENV_PUBLISH_TO, "").strip() or PUBLISH_TO_EVENTBRIDGE,
+            publish_to=publish_to,
             partition_key=keys.partition,
             sort_key=keys.sort,
             region=_writing_region(environ),
@@ -1161,9 +1161,7 @@ def _event_time_text(time: datetime | str) -> str:
         return time
     if not isinstance(time, datetime) or time.utcoffset() is None:
         raise InvalidWrite(f"time must be an aware datetime or RFC 3339 text, got {time!r:.64}")
-    if time.utcoffset() == timedelta(0):
-        return time.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return time.isoformat(timespec="milliseconds")
+    return iso_milliseconds(time, keep_offset=True)
 
 
 def _check_token(token: Any) -> None:

@@ -27,6 +27,7 @@ from dynamodb_outbox.regions import (
 from dynamodb_outbox.settings import ConfigurationError, region_scope_from_environment
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter
 from tests.factories import make_envelope, stream_record
 from tests.functional.outbox_helpers import FIXED_NOW, RecordingEvents, ulid_at
@@ -50,6 +51,7 @@ def _deps(table: OutboxTable, bus: EventBus) -> PublishDependencies[Any]:
         dynamodb_client=table.client,
         sleep=lambda _: None,
         clock=lambda: FIXED_NOW,
+        table_keys=DEFAULT_TABLE_KEYS,
     )
 
 

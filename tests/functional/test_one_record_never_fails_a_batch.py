@@ -29,6 +29,7 @@ from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter
 from tests.factories import make_envelope, sequence_numbers, stream_record
 from tests.functional.conftest import PENDING_INDEX, EventBus, OutboxTable
@@ -73,7 +74,13 @@ def _publish_between_good_ones(
         table.put(item)
     records = [stream_record(item, next(seqs)) for item in items]
     result = publish_stream_batch(
-        records, PublishDependencies(sink=sink, table_name=table.name, dynamodb_client=table.client)
+        records,
+        PublishDependencies(
+            sink=sink,
+            table_name=table.name,
+            dynamodb_client=table.client,
+            table_keys=DEFAULT_TABLE_KEYS,
+        ),
     )
     return result, [first, last]
 
@@ -133,6 +140,7 @@ def test_sweeper_quarantines_an_overflowing_time_and_recovers_everything_after_i
                 sink=EventBridgeSink(event_bus.client, event_bus.name),
                 table_name=outbox_table.name,
                 dynamodb_client=outbox_table.client,
+                table_keys=DEFAULT_TABLE_KEYS,
             ),
             index_name=PENDING_INDEX,
             min_age_seconds=0,
@@ -191,7 +199,10 @@ def test_publisher_and_sweeper_quarantine_an_envelope_nested_50000_levels(
     outbox_table.put(bad_again)
     swept = sweep(
         PublishDependencies(
-            sink=sink, table_name=outbox_table.name, dynamodb_client=outbox_table.client
+            sink=sink,
+            table_name=outbox_table.name,
+            dynamodb_client=outbox_table.client,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
         index_name=PENDING_INDEX,
         min_age_seconds=0,
@@ -318,6 +329,7 @@ def test_a_quarantine_write_dynamodb_refuses_never_holds_the_batch(
             sink=EventBridgeSink(event_bus.client, event_bus.name),
             table_name=outbox_table.name,
             dynamodb_client=QuarantineRefused(outbox_table.client),
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
 

@@ -8,6 +8,7 @@ does not implement (SQS message move tasks).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -119,7 +120,7 @@ def test_a_bad_pending_shards_variable_is_one_line_naming_it_even_for_help(
 ) -> None:
     monkeypatch.setenv("OUTBOX_PENDING_SHARDS", value)
     run = ops(*command)
-    assert_one_line_error(run, 2, "OUTBOX_PENDING_SHARDS", "unset or 8", repr(value))
+    assert_one_line_error(run, 2, "OUTBOX_PENDING_SHARDS", "must be 8", repr(value))
 
 
 def test_the_console_script_reports_a_bad_variable_without_a_traceback() -> None:
@@ -127,13 +128,18 @@ def test_the_console_script_reports_a_bad_variable_without_a_traceback() -> None
         [sys.executable, "-m", "dynamodb_outbox.ops", "--help"],
         capture_output=True,
         text=True,
-        env={"OUTBOX_PENDING_SHARDS": "lots", "PATH": ""},
+        # PYTHONPATH kept: the package under test, not another checkout's install.
+        env={
+            "OUTBOX_PENDING_SHARDS": "lots",
+            "PATH": "",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        },
         check=False,
     )
     assert done.returncode == 2
     assert done.stderr == (
-        "outbox-ops: error: environment variable OUTBOX_PENDING_SHARDS must be unset or 8 "
-        "(the writer's shard count), got 'lots'\n"
+        "outbox-ops: error: environment variable OUTBOX_PENDING_SHARDS must be 8 "
+        "(the writers' shard count, the shards the sweeper reads), got 'lots'\n"
     )
 
 

@@ -17,6 +17,7 @@ from dynamodb_outbox.envelope import ATTR_ENVELOPE, Envelope
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import PUBLISH_TO_SNS, SnsSink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import OutboxWriter
 from tests.factories import REGION, SOURCE, sequence_numbers, stream_record
 from tests.functional.consumer_fixtures import sqs_event, sqs_record
@@ -63,6 +64,7 @@ def test_money_read_from_dynamodb_reaches_the_consumer_with_its_exact_digits(
             dynamodb_client=outbox_table.client,
             sleep=lambda _: None,
             clock=lambda: FIXED_NOW,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
     assert (result.published, result.quarantined) == (1, 0)

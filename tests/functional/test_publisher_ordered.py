@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.sinks import SnsSink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.functional.outbox_helpers import (
     FIXED_NOW,
     Outbox,
@@ -59,6 +60,7 @@ def publish(
             dynamodb_client=table.client,
             sleep=lambda _: None,
             clock=lambda: FIXED_NOW,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
 

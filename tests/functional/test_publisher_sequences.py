@@ -27,6 +27,7 @@ from dynamodb_outbox.settings import (
     sweeper_enabled_from_environment,
 )
 from dynamodb_outbox.sinks import EventBridgeSink, SnsSink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 from tests.functional.outbox_helpers import FIXED_NOW, PK, RecordingEvents, ulid_at
 from tests.functional.test_settle_requests_match_policy import _record_requests
@@ -68,6 +69,7 @@ def publish(
             dynamodb_client=client or table.client,
             sleep=lambda _: None,
             clock=lambda: FIXED_NOW,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
         sweeper_runs=sweeper_runs,
     )
@@ -228,6 +230,7 @@ def test_unsequenced_events_and_unordered_sinks_read_nothing_more(
             table_name=outbox_table.name,
             dynamodb_client=outbox_table.client,
             sleep=lambda _: None,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
 

@@ -20,6 +20,7 @@ from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.sinks import SNS_MAX_REQUEST_BYTES, SnsSink, sns_entry_size
 from dynamodb_outbox.sizes import QUEUE_DELIVERY_BUDGET_BYTES, SQS_MAX_MESSAGE_BYTES_CEILING
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.factories import outbox_stream_record, sequence_numbers, stream_event
 from tests.functional.outbox_helpers import (
     FIXED_NOW,
@@ -59,6 +60,7 @@ def run_sns_publisher(
             dynamodb_client=table.client,
             sleep=lambda _: None,
             clock=lambda: FIXED_NOW,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
     return result, sns

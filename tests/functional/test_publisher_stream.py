@@ -29,6 +29,7 @@ from dynamodb_outbox.log_keys import key_digest
 from dynamodb_outbox.publisher import MissingSequenceNumber, publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult, RetryPolicy
 from dynamodb_outbox.sinks import PUT_EVENTS_MAX_REQUEST_BYTES, EventBridgeSink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.factories import (
     REGION,
     make_envelope,
@@ -132,6 +133,7 @@ def run_publisher(
             delete_retries=delete_retries,
             # The full-jitter draw at its top, so the waits are known.
             retry=RetryPolicy(jitter=lambda: 1.0),
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
     caller = threading.current_thread().name

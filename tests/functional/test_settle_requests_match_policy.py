@@ -19,6 +19,7 @@ from dynamodb_outbox.envelope import ATTR_ENVELOPE, outbox_item
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.factories import make_envelope, outbox_stream_record, stream_record
 from tests.functional.outbox_helpers import FIXED_NOW, RecordingEvents
 
@@ -88,6 +89,7 @@ def test_deletes_and_quarantine_updates_name_only_the_attributes_the_policy_allo
             table_name=outbox_table.name,
             dynamodb_client=outbox_table.client,
             clock=lambda: FIXED_NOW,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
     assert (result.quarantined, result.deleted) == (1, 1)

@@ -34,6 +34,7 @@ from dynamodb_outbox.sizes import (
     REPLAY_NAME_MAX_LENGTH,
     sqs_message_bytes,
 )
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import EventTooLarge, OutboxWriter
 from tests.factories import REGION
 
@@ -218,7 +219,7 @@ def test_largest_event_the_writer_accepts_reaches_the_queue_and_one_byte_more_is
             f"arn:aws:sns:{REGION}:123456789012:o{'.fifo' * (path.publish_to == 'sns_fifo')}",
         )  # type: ignore[arg-type]
     )
-    poison = _plan(candidate, sink)
+    poison = _plan(candidate, sink, table_keys=DEFAULT_TABLE_KEYS)
     assert isinstance(poison, _Poison), "a hand-written item one byte over is quarantined"
     assert "too large" in poison.reason
 

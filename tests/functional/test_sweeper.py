@@ -30,6 +30,7 @@ from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.settings import ConfigurationError
 from dynamodb_outbox.sinks import EntryResult, EventBridgeSink, OutboundEvent, Sink, SnsSink
 from dynamodb_outbox.sweeper import SweepResult, sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import OutboxWriter
 from tests.factories import make_envelope
 from tests.functional.outbox_helpers import (
@@ -97,6 +98,7 @@ def run_sweep(
             dynamodb_client=dynamodb or table.client,
             sleep=(sleeps if sleeps is not None else []).append,
             clock=lambda: NOW,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
         index_name="outbox-pending",
         shards=8,
@@ -122,6 +124,7 @@ def run_stream(
             dynamodb_client=dynamodb or table.client,
             sleep=lambda _: None,
             clock=lambda: NOW,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
 

@@ -29,6 +29,7 @@ from dynamodb_outbox.envelope import Envelope, outbox_item
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink, Sink, SnsSink
 from dynamodb_outbox.sweeper import SweepResult, record_metrics, sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.factories import make_envelope
 from tests.functional.outbox_helpers import (
     FIXED_NOW,
@@ -62,6 +63,7 @@ def run_sweep(
             dynamodb_client=dynamodb or table.client,
             sleep=lambda _: None,
             clock=lambda: NOW,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
         index_name="outbox-pending",
         shards=8,

@@ -60,6 +60,7 @@ from dynamodb_outbox.reference_consumer import build_handler
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sizes import QUEUE_MAX_MESSAGE_BYTES
 from dynamodb_outbox.sweeper import SweepResult, sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.support.aws_errors import client_error
 from tests.support.module_windows import default_window
 from tests.support.moto_tables import PENDING_INDEX, create_idempotency_table, create_outbox_table
@@ -496,6 +497,7 @@ class Pipeline:
                         # Retries wait on the virtual clock, within the invocation's time.
                         sleep=self.clock.advance,
                         clock=self.clock.now_datetime,
+                        table_keys=DEFAULT_TABLE_KEYS,
                     ),
                     time_left=lambda: context.get_remaining_time_in_millis() / 1000,
                 )
@@ -529,6 +531,7 @@ class Pipeline:
                         dynamodb_client=self.table_client,
                         sleep=lambda _seconds: None,
                         clock=self.clock.now_datetime,
+                        table_keys=DEFAULT_TABLE_KEYS,
                     ),
                     index_name=PENDING_INDEX,
                     min_age_seconds=min_age_seconds,

@@ -26,6 +26,7 @@ from dynamodb_outbox.publisher import MissingSequenceNumber, publish_stream_batc
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sizes import QUEUE_MAX_MESSAGE_BYTES
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import (
     MAX_TRANSACTION_ACTIONS,
     EventTooLarge,
@@ -124,6 +125,7 @@ def _publish(
             table_name="outbox",
             dynamodb_client=table,
             sleep=lambda _s: None,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
     return result, events, table, [first, last]
@@ -260,7 +262,10 @@ def test_unknown_attribute_types_elsewhere_in_the_item_are_ignored() -> None:
     result = publish_stream_batch(
         [stream_record(item, next(seqs))],
         PublishDependencies(
-            sink=EventBridgeSink(events, "bus"), table_name="outbox", dynamodb_client=table
+            sink=EventBridgeSink(events, "bus"),
+            table_name="outbox",
+            dynamodb_client=table,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
     assert result.response() == {"batchItemFailures": []}
@@ -272,7 +277,10 @@ def test_empty_stream_batch_is_a_success_and_calls_nothing() -> None:
     result = publish_stream_batch(
         [],
         PublishDependencies(
-            sink=EventBridgeSink(events, "bus"), table_name="outbox", dynamodb_client=table
+            sink=EventBridgeSink(events, "bus"),
+            table_name="outbox",
+            dynamodb_client=table,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
     assert result.response() == {"batchItemFailures": []}
@@ -297,7 +305,10 @@ def test_record_without_sequence_number_that_must_be_retried_raises_by_design() 
         publish_stream_batch(
             [first_record, unnamed_record, last_record],
             PublishDependencies(
-                sink=EventBridgeSink(events, "bus"), table_name="outbox", dynamodb_client=table
+                sink=EventBridgeSink(events, "bus"),
+                table_name="outbox",
+                dynamodb_client=table,
+                table_keys=DEFAULT_TABLE_KEYS,
             ),
         )
     # What went out is deleted (``last`` rode in the same call: its redelivery from

@@ -46,6 +46,7 @@ from dynamodb_outbox.event_ids import new_event_id
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sweeper import sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter, TransactionCancelled
 from tests.factories import sequence_numbers, stream_record
 from tests.functional.consumer_fixtures import FIFO_QUEUE_ARN, sqs_event, sqs_record
@@ -248,6 +249,7 @@ def _run_stream_batch(stack: Stack, batch: dict[str, Any]) -> None:
             table_name=TABLE,
             dynamodb_client=stack.dynamodb,
             sleep=lambda _seconds: None,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
 
@@ -283,6 +285,7 @@ def _again_after_a_switch(stack: Stack, switch_to: str, records: list[dict[str, 
             table_name=TABLE,
             dynamodb_client=stack.dynamodb,
             sleep=lambda _seconds: None,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
     assert result.response() == {"batchItemFailures": []}, "no record may fail the batch"
@@ -466,6 +469,7 @@ def test_generated_outbox_items_through_the_sweeper(stack: Stack, reliability_pr
                 table_name=TABLE,
                 dynamodb_client=stack.dynamodb,
                 sleep=lambda _seconds: None,
+                table_keys=DEFAULT_TABLE_KEYS,
             ),
             min_age_seconds=0,
         )

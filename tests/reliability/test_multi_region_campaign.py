@@ -47,6 +47,7 @@ from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.regions import RegionScope
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 
 ADOPT_AFTER_SECONDS = 600
 STEPS = ("replicate", "publish east", "publish west", "tick")
@@ -109,6 +110,7 @@ def _sweep(region: Region, clock: VirtualClock, scope: RegionScope) -> None:
             TABLE,
             region.dynamodb,
             sleep=clock.advance,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
         min_age_seconds=300,
         now=clock.now_datetime(),

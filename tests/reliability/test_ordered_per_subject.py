@@ -45,6 +45,7 @@ from dynamodb_outbox.local import (
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import PUBLISH_TO_SNS_FIFO, SnsSink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import OutboxWriter
 from tests.reliability.pipeline import (
     IDEMPOTENCY_TABLE,
@@ -241,6 +242,7 @@ def _run(clock: VirtualClock, rnd: random.Random) -> Run:
                 dynamodb_client=table_client,
                 sleep=clock.advance,
                 clock=clock.now_datetime,
+                table_keys=DEFAULT_TABLE_KEYS,
             ),
             time_left=lambda: context.get_remaining_time_in_millis() / 1000,
         ).response()

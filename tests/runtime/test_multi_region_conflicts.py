@@ -42,6 +42,7 @@ from dynamodb_outbox.publishing import OutboxCandidate, PublishDependencies, pub
 from dynamodb_outbox.regions import RegionScope, region_of
 from dynamodb_outbox.sinks import EVENTBRIDGE_RULES, EntryResult, OutboundEvent
 from dynamodb_outbox.sweeper import sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import OutboxWriter
 from tests.support.moto_tables import create_outbox_table
 
@@ -86,7 +87,11 @@ class World:
 
     def deps(self, region: str, poison: bool = False) -> PublishDependencies[Any]:
         return PublishDependencies(
-            Sink(self.published, poison), TABLE, self.dynamodb[region], sleep=lambda _: None
+            Sink(self.published, poison),
+            TABLE,
+            self.dynamodb[region],
+            sleep=lambda _: None,
+            table_keys=DEFAULT_TABLE_KEYS,
         )
 
     def item(self, region: str, key: dict[str, Any]) -> dict[str, Any] | None:
@@ -132,6 +137,7 @@ def _operations(
                 pending_shards=8,
                 make_client=world.sessions[HOME].client,
                 now=world.clock.now_datetime(),
+                table_keys=DEFAULT_TABLE_KEYS,
             )
             release_item(ctx, item)
 

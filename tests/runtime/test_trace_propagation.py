@@ -32,6 +32,7 @@ from dynamodb_outbox.local import (
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.trace_context import ENV_LAMBDA_TRACE_HEADER
 from dynamodb_outbox.writer import OutboxWriter
 
@@ -92,7 +93,8 @@ def test_the_producers_trace_reaches_putevents_and_every_consumer_log_line(
 
     def publisher(batch: dict[str, Any], context: Any) -> Any:
         result = publish_stream_batch(
-            batch["Records"], PublishDependencies(sink, table.name, dynamodb)
+            batch["Records"],
+            PublishDependencies(sink, table.name, dynamodb, table_keys=DEFAULT_TABLE_KEYS),
         )
         return result.response()
 

@@ -26,6 +26,7 @@ from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.reference_consumer import handler as reference_handler
 from dynamodb_outbox.sinks import EventBridgeSink, SnsSink
 from dynamodb_outbox.sweeper import sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 
 
 def place_order(writer: OutboxWriter, order_id: str, total: Decimal) -> WriteResult:
@@ -94,5 +95,7 @@ def wire(stream_config: dict[str, object], queue_config: dict[str, object]) -> L
 # The sinks and the sweeper take boto3's real clients (boto3-stubs' types).
 events_sink = EventBridgeSink(boto3.client("events"), "orders-bus")
 sns_sink = SnsSink(boto3.client("sns"), "arn:aws:sns:us-east-1:123456789012:orders")
-sweeper_deps = PublishDependencies(events_sink, "orders", boto3.client("dynamodb"))
+sweeper_deps = PublishDependencies(
+    events_sink, "orders", boto3.client("dynamodb"), table_keys=DEFAULT_TABLE_KEYS
+)
 sweep_result = sweep(sweeper_deps, max_items=10)

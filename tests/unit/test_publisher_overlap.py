@@ -8,6 +8,7 @@ from typing import Any
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
 TABLE = "orders"
@@ -59,7 +60,10 @@ def test_first_chunk_of_deletes_runs_while_later_put_events_calls_go_out() -> No
     result = publish_stream_batch(
         records,
         PublishDependencies(
-            sink=EventBridgeSink(events, "bus"), table_name=TABLE, dynamodb_client=dynamodb
+            sink=EventBridgeSink(events, "bus"),
+            table_name=TABLE,
+            dynamodb_client=dynamodb,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
 

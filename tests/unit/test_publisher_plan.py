@@ -26,6 +26,7 @@ from dynamodb_outbox.sinks import (
     put_events_entry_size,
 )
 from dynamodb_outbox.sizes import SQS_MAX_MESSAGE_BYTES_CEILING
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 from tests.support.lambda_context import FakeLambdaContext
 
@@ -71,6 +72,7 @@ def _publish(
             table_name="t",
             dynamodb_client=dynamodb or FakeDynamoDB(),
             sleep=lambda _: None,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
 

@@ -17,6 +17,7 @@ from typing import Any
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult, RetryPolicy
 from dynamodb_outbox.sinks import EventBridgeSink
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
 TIMEOUT_SECONDS = 60.0
@@ -101,6 +102,7 @@ def _publish(
             dynamodb_client=table,  # type: ignore[arg-type]
             sleep=clock.sleep,
             retry=TOP_OF_JITTER,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
         time_left=clock.time_left if budget else None,
     )

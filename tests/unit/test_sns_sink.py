@@ -18,6 +18,7 @@ from dynamodb_outbox.sinks import (
     sns_entry_size,
 )
 from dynamodb_outbox.sizes import SQS_MAX_MESSAGE_BYTES_CEILING
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
 TOPIC_ARN = "arn:aws:sns:us-east-1:123456789012:outbox"
@@ -103,6 +104,7 @@ def _publish(records: list[dict[str, Any]], sns: FakeSns, dynamodb: FakeDynamoDB
             table_name="t",
             dynamodb_client=dynamodb,
             sleep=lambda _: None,
+            table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
 

@@ -24,6 +24,7 @@ from dynamodb_outbox.sweeper import (
     runtime_from_environment,
     sweep,
 )
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 
 MOMENT = datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)
 
@@ -77,7 +78,11 @@ def test_shard_count_out_of_range_is_refused(shards: int) -> None:
 def test_sweep_refuses_nonsense_bounds_before_reading_anything(argument: str, value: int) -> None:
     kwargs: dict[str, Any] = {argument: value}
     with pytest.raises(ValueError, match=argument):
-        sweep(PublishDependencies(None, "t", None), now=MOMENT, **kwargs)  # type: ignore[arg-type]
+        sweep(
+            PublishDependencies(None, "t", None, table_keys=DEFAULT_TABLE_KEYS),  # type: ignore[arg-type]
+            now=MOMENT,
+            **kwargs,
+        )
 
 
 # ----------------------------------------------------------------------- settings

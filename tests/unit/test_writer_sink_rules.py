@@ -25,6 +25,7 @@ from dynamodb_outbox.sinks import (
     rules_for,
 )
 from dynamodb_outbox.sizes import QUEUE_DELIVERY_BUDGET_BYTES
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import EventTooLarge, InvalidWrite, OutboxWriter, UnpublishableEvent
 
 TABLE = "outbox-table"
@@ -85,7 +86,7 @@ def _writer_accepts(publish_to: str, envelope: Envelope) -> bool:
 def _publisher_publishes(publish_to: str, envelope: Envelope) -> bool:
     item = outbox_item("ORDER#1", envelope)
     candidate = OutboxCandidate(key={"PK": item["PK"], "SK": item["SK"]}, item=item, position=0)
-    plan = _plan(candidate, _sinks()[publish_to])
+    plan = _plan(candidate, _sinks()[publish_to], table_keys=DEFAULT_TABLE_KEYS)
     assert isinstance(plan, _Publish | _Poison)
     return isinstance(plan, _Publish)
 

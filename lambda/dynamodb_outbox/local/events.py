@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypedDict
 
+from dynamodb_outbox._clock import iso_milliseconds
+
 # Lambda's invocation payload limit ("6 MB", synchronous request). Read as
 # 6 MiB: the larger reading gives batches at least as big as AWS's, so a
 # handler tested here is not surprised by a bigger batch in AWS.
@@ -90,8 +92,7 @@ def epoch_seconds(value: Any) -> float:
 
 def iso_timestamp(epoch: float) -> str:
     """``2019-11-14T00:13:49.717Z``, the timestamp format of Lambda's failure records."""
-    moment = datetime.fromtimestamp(epoch, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_milliseconds(datetime.fromtimestamp(epoch, UTC))
 
 
 def stream_record(

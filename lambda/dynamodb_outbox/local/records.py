@@ -30,6 +30,7 @@ from typing import Final, Literal
 
 from dynamodb_outbox.consumer import SQSEvent, SQSRecord, SQSRecordAttributes
 from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, Envelope, outbox_item
+from dynamodb_outbox.sizes import is_fifo
 from dynamodb_outbox.stream_types import DynamoDBStreamEvent, DynamoDBStreamRecord
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
 
@@ -100,7 +101,7 @@ def sqs_record(
         "SenderId": "AIDAEXAMPLE",
         "ApproximateFirstReceiveTimestamp": "1700000000000",
     }
-    if queue_arn.endswith(".fifo"):
+    if is_fifo(queue_arn):
         attributes["MessageGroupId"] = group_id or "group"
         attributes["MessageDeduplicationId"] = uuid.uuid4().hex
         attributes["SequenceNumber"] = str(uuid.uuid4().int % 10**20)

@@ -23,7 +23,8 @@ from typing import IO, Any, NoReturn
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS
+from dynamodb_outbox._clock import utc_now
+from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, writers_shard_count
 from dynamodb_outbox.ops import adopt, pending, redrive, release, replay, replay_archive
 from dynamodb_outbox.ops.common import (
     EXIT_AWS_ERROR,
@@ -34,7 +35,6 @@ from dynamodb_outbox.ops.common import (
     Report,
     error_code,
     explain,
-    utc_now,
 )
 from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
 from dynamodb_outbox.settings import (
@@ -44,7 +44,9 @@ from dynamodb_outbox.settings import (
     ENV_SORT_KEY,
     ENV_TABLE_NAME,
     ConfigurationError,
+    pending_index_from_environment,
     pending_shards_from_environment,
+    table_key_names_from_environment,
 )
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, InvalidTableKeys, TableKeys
 
@@ -97,7 +99,7 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     )
     group.add_argument(
         "--pending-index",
-        default=default(environ.get(ENV_PENDING_INDEX) or DEFAULT_PENDING_INDEX),
+        default=default(pending_index_from_environment(environ)),
         help=f"the sparse pending index (default: ${ENV_PENDING_INDEX} or {DEFAULT_PENDING_INDEX})",
     )
     group.add_argument(
@@ -115,15 +117,16 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         help="multi-region: read the pending items written in REGION (repeat for several; "
         "default: a single-region outbox's)",
     )
+    partition_key, sort_key = table_key_names_from_environment(environ)
     group.add_argument(
         "--partition-key",
-        default=default(environ.get(ENV_PARTITION_KEY) or DEFAULT_TABLE_KEYS.partition),
+        default=default(partition_key),
         help=f"the table's partition key attribute (default: ${ENV_PARTITION_KEY} or "
         f"{DEFAULT_TABLE_KEYS.partition})",
     )
     group.add_argument(
         "--sort-key",
-        default=default(environ.get(ENV_SORT_KEY) or DEFAULT_TABLE_KEYS.sort),
+        default=default(sort_key),
         help=f"the table's sort key attribute (default: ${ENV_SORT_KEY} or "
         f"{DEFAULT_TABLE_KEYS.sort})",
     )
@@ -231,12 +234,10 @@ def main(
     try:
         if not args.table and getattr(args, "needs_table", True):
             raise OpsError(f"pass --table or set {ENV_TABLE_NAME}", EXIT_BAD_INPUT)
-        if args.pending_shards != DEFAULT_PENDING_SHARDS:
-            raise OpsError(
-                f"--pending-shards must be {DEFAULT_PENDING_SHARDS}, the shards writers use, "
-                f"got {args.pending_shards}",
-                EXIT_BAD_INPUT,
-            )
+        try:
+            writers_shard_count(args.pending_shards, "--pending-shards")
+        except ValueError as exc:
+            raise OpsError(str(exc), EXIT_BAD_INPUT) from None
         table_keys = _table_keys(args)
         if client_factory is None:
             region = _region(args)

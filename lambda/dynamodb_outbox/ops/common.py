@@ -14,7 +14,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -36,7 +36,9 @@ from dynamodb_outbox.pending_index import (
     ulid_time,
 )
 from dynamodb_outbox.regions import regional_shard
-from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys
+from dynamodb_outbox.sizes import FIFO_SUFFIX
+from dynamodb_outbox.stream_types import string_attribute
+from dynamodb_outbox.table_keys import TableKeys
 
 if TYPE_CHECKING:
     from dynamodb_outbox.publishing import PublishResult
@@ -53,11 +55,9 @@ EXIT_BAD_INPUT: Final = 2
 #: The command ran but left work undone (a retryable publish failure...): re-run it.
 EXIT_INCOMPLETE: Final = 3
 
+_FIFO: Final = f"(?:{re.escape(FIFO_SUFFIX)})?"
 _SQS_ARN: Final = re.compile(
-    r"arn:(aws[a-z-]*):sqs:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,80}(\.fifo)?)"
-)
-_SNS_ARN: Final = re.compile(
-    r"arn:(aws[a-z-]*):sns:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,256}(\.fifo)?)"
+    rf"arn:(aws[a-z-]*):sqs:([a-z0-9-]+):(\d{{12}}):([A-Za-z0-9_-]{{1,80}}{_FIFO})"
 )
 _STREAM_ARN: Final = re.compile(
     r"arn:(aws[a-z-]*):dynamodb:([a-z0-9-]+):(\d{12}):table/([A-Za-z0-9_.-]{3,255})/stream/(.+)"
@@ -109,7 +109,8 @@ class Context:
     pending_shards: int
     make_client: ClientFactory
     now: datetime
-    table_keys: TableKeys = DEFAULT_TABLE_KEYS
+    #: The table's key names (``--partition-key``/``--sort-key`` or the environment).
+    table_keys: TableKeys
     #: Whose pending shards the pending index is read in (multi-region,
     #: ``--written-in``): None stands for the unprefixed shards of a single region.
     written_in: tuple[str | None, ...] = (None,)
@@ -225,12 +226,12 @@ def parse_queue_arn(arn: str, option: str) -> QueueArn:
 
 
 def check_topic_arn(arn: str) -> str:
-    if not _SNS_ARN.fullmatch(arn):
-        raise bad_input(
-            f"--topic-arn must be an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>), "
-            f"got {arn!r}"
-        )
-    return arn
+    from dynamodb_outbox.sinks import parse_topic_arn
+
+    try:
+        return parse_topic_arn(arn).arn
+    except ValueError as exc:
+        raise bad_input(f"--topic-arn {exc}") from None
 
 
 def stream_table(stream_arn: str) -> str | None:
@@ -240,7 +241,7 @@ def stream_table(stream_arn: str) -> str | None:
 
 
 def check_queue_url(url: str) -> str:
-    if not re.fullmatch(r"https?://\S+/\d{12}/[A-Za-z0-9_-]{1,80}(\.fifo)?", url):
+    if not re.fullmatch(rf"https?://\S+/\d{{12}}/[A-Za-z0-9_-]{{1,80}}{_FIFO}", url):
         raise bad_input(
             f"--queue-url must be an SQS queue URL (https://sqs.<region>.amazonaws.com/"
             f"<account>/<name>), got {url!r}"
@@ -285,17 +286,11 @@ def check_event_id(event_id: str) -> str:
 
 
 def s(item: Mapping[str, Any], name: str) -> str:
-    value = item.get(name)
-    text = value.get("S") if isinstance(value, Mapping) else None
-    return text if isinstance(text, str) else ""
+    return string_attribute(item, name) or ""
 
 
 def key_of(item: Mapping[str, Any], ctx: Context) -> AttributeMap:
     return ctx.table_keys.key_of(item)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 # -------------------------------------------------------------------------- reads
