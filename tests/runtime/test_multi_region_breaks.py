@@ -83,6 +83,10 @@ def _key(pk: str, event_id: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed: the standing rule reads the ULID's age; docs/multi-region.md now says so",
+)
 def test_a_released_item_is_not_adopted_while_its_region_is_up(
     regions: dict[str, Region], clock: VirtualClock
 ) -> None:
@@ -251,6 +255,10 @@ def test_a_writer_whose_stamp_is_not_its_clients_region_is_refused(
     )
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed: only `outbox-ops adopt --include-unstamped` takes them; docs now say so",
+)
 def test_the_lost_regions_unstamped_items_are_adopted_by_the_standing_rule(
     regions: dict[str, Region], clock: VirtualClock
 ) -> None:
@@ -331,6 +339,10 @@ def test_a_resurrected_quarantined_item_is_kept_not_published_by_its_regions_str
     assert east.drain_bus() == []
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed: the consumer's sender check wants its own bus's region; docs now say so",
+)
 def test_an_event_forwarded_from_another_regions_bus_reaches_a_module_consumer() -> None:
     """Finding 7 (never processed; docs): docs/multi-region.md, "Consumers across regions":
     "A consumer that must see every region's events subscribes in each region, or one
