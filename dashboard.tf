@@ -3,7 +3,9 @@
 ################################################################################
 
 locals {
-  dashboard_name = "${var.name}-outbox"
+  # CloudWatch dashboards are global to the account, not regional: with
+  # multi_region each region's instance (same name) needs one of its own.
+  dashboard_name = local.multi_region ? "${var.name}-outbox-${local.region_name}" : "${var.name}-outbox"
 
   # Powertools' `service` dimension of each function's metrics (namespace
   # local.metrics_namespace). A caller's toolkit function reports under its own

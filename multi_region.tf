@@ -145,6 +145,13 @@ resource "terraform_data" "multi_region" {
       error_message = "multi_region.replica_kms_key_arns names region(s) that are not in multi_region.replica_regions: ${join(", ", [for r in keys(local.replica_kms_key_arns) : r if !contains(local.replica_regions, r)])}."
     }
 
+    # The standing adoption runs in the sweeper only (OUTBOX_ADOPTED_REGIONS):
+    # without one, adopted_regions would be accepted and never act.
+    precondition {
+      condition     = length(local.adopted_regions) == 0 || local.sweeper_enabled
+      error_message = "multi_region.adopted_regions needs the sweeper (sweeper.enabled = true): the standing adoption of ${join(", ", local.adopted_regions)} runs in the sweeper only, so without one those regions' items would never be adopted here. Enable the sweeper, or use `outbox-ops adopt` when a region is lost."
+    }
+
     # A FIFO topic per region cannot keep one subject's order when its events
     # are written in two regions and published by two publishers.
     precondition {

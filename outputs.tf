@@ -273,7 +273,7 @@ output "alarm_arns" {
 ################################################################################
 
 output "dashboard_name" {
-  description = "Name of the CloudWatch dashboard of the outbox's flow (`<name>-outbox`); null when dashboard.enabled is false."
+  description = "Name of the CloudWatch dashboard of the outbox's flow (`<name>-outbox`; with multi_region `<name>-outbox-<region>`, dashboards being global to the account); null when dashboard.enabled is false."
   value       = try(aws_cloudwatch_dashboard.this[0].dashboard_name, null)
 }
 

@@ -374,10 +374,6 @@ def sweeper_reads(entities: int = 5000, pending: int = 100) -> dict[str, Any]:
     ours_read = sum(sweep_meter.evaluated.values())
     scan_read = sum(scan_meter.evaluated.values())
     ours_units = sum(sweep_meter.read_units.values())
-    # What the read-back would cost consistent: each item's units doubled.
-    get_units = sweep_meter.read_units.get("BatchGetItem", 0.0)
-    get_consistent = sweep_meter.consistent.get("BatchGetItem", [])
-    consistent_units = ours_units + (get_units if get_consistent == [False] else 0.0)
     return {
         "entity_items": entities,
         "pending_items": pending,
@@ -389,7 +385,6 @@ def sweeper_reads(entities: int = 5000, pending: int = 100) -> dict[str, Any]:
             "read_units": ours_units,
             "read_units_by_operation": sweep_meter.read_units,
             "consistent_by_operation": sweep_meter.consistent,
-            "read_units_if_read_back_consistent": consistent_units,
         },
         "baseline_scan": {
             "items_read": scan_read,

@@ -201,8 +201,7 @@ def table(results: dict[str, Any]) -> str:
     rows.append(
         (
             f"  read units of that sweep (table {scan['table_bytes'] / 1024:.0f} KB)",
-            f"{ours_sweep['read_units']:.1f} (read-back eventually consistent; "
-            f"{ours_sweep['read_units_if_read_back_consistent']:.1f} consistent)",
+            f"{ours_sweep['read_units']:.1f} (index Query, consistent read-back)",
             f"{scan['read_units']:.1f} (0.5 per 4 KB of the whole table)",
             "-",
             "report",

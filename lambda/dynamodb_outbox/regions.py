@@ -27,6 +27,7 @@ The attribute name and the shard separator are read from
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,12 +126,18 @@ class RegionScope:
 SINGLE_REGION: Final = RegionScope()
 
 
+#: What multi_region.tf accepts as a region name, and the shape of the provider's
+#: region its stream filter matches: a stamp of any other shape (say "US-EAST-1")
+#: would match no region's filter and sit in shards no sweeper reads.
+_REGION_NAME: Final = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
+
+
 def _is_region(name: object) -> bool:
-    # "us-east-1", "eu-central-2", "us-gov-west-1", "cn-north-1": letters, digits, hyphens.
+    # "us-east-1", "eu-central-2", "us-gov-west-1", "cn-north-1": lowercase, as AWS names them.
     return (
         isinstance(name, str)
         and 0 < len(name) <= 32
-        and all(part.isalnum() and part.isascii() for part in name.split("-"))
+        and _REGION_NAME.fullmatch(name) is not None
         and REGION_SHARD_SEPARATOR not in name
     )
 

@@ -235,6 +235,13 @@ class _Sweep:
             for region in region_scope.shard_regions()
             for shard in shard_keys(shards)
         ]
+        # Multi-region, where this region does not take unstamped items: their
+        # shards are read for the age metric only. An unstamped item no region
+        # publishes (none set publishes_unstamped, or that region is lost) then
+        # raises every region's oldest-pending alarm instead of none.
+        self._watched_shards = (
+            shard_keys(shards) if region_scope.multi_region and not region_scope.unstamped else []
+        )
         self._adopted_shards = {
             regional_shard(shard, region)
             for region in region_scope.adopted
@@ -308,6 +315,10 @@ class _Sweep:
             head = cursor.peek()
             if head is None:
                 head = self._oldest_young_key(cursor.shard)
+            if head is not None:
+                oldest.append(sort_key(head, self.table_keys))
+        for shard in self._watched_shards:
+            head = self._oldest_young_key(shard)
             if head is not None:
                 oldest.append(sort_key(head, self.table_keys))
         self._record_oldest(oldest)

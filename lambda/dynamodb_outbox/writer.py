@@ -589,6 +589,17 @@ class OutboxWriter:
             publish_to = publish_to_from_environment(environ)
         except ConfigurationError as exc:
             raise InvalidWrite(str(exc)) from None
+        region = _writing_region(environ)
+        client_region = getattr(getattr(client, "meta", None), "region_name", None)
+        if region is not None and isinstance(client_region, str) and client_region != region:
+            # The stamp must name the replica that takes the write: a stamp of a region
+            # without an outbox instance is published by no region (no filter admits it,
+            # no sweeper reads its shards).
+            raise InvalidWrite(
+                f"{ENV_AWS_REGION} is {region} but the client writes to {client_region}: "
+                "a multi-region writer stamps the region whose replica takes its writes; "
+                f"give it a client of {region}, or set {ENV_AWS_REGION} to {client_region}"
+            )
         return cls(
             table_name,
             client,
@@ -597,7 +608,7 @@ class OutboxWriter:
             publish_to=publish_to,
             partition_key=keys.partition,
             sort_key=keys.sort,
-            region=_writing_region(environ),
+            region=region,
         )
 
     @property
@@ -610,7 +621,9 @@ class OutboxWriter:
             with self._client_lock:
                 client = self._client
                 if client is None:
-                    client = self._client = boto3.client("dynamodb")
+                    # Multi-region: the replica of the region it stamps (botocore reads
+                    # AWS_DEFAULT_REGION, not AWS_REGION, where the stamp comes from).
+                    client = self._client = boto3.client("dynamodb", region_name=self.region)
         return client
 
     def new_event(
