@@ -42,6 +42,7 @@ import argparse
 import faulthandler
 import io
 import json
+import random
 import signal
 import subprocess
 import sys
@@ -87,6 +88,10 @@ AUDIT_BATCH_BEFORE, AUDIT_BATCH_AFTER = 10, 4
 ORDERS_PER_PUMP = 1
 PUMP_INTERVAL_SECONDS = 1.0
 MAX_ORDERS_PER_APPLY = 30
+#: Lambda delivers at least once: this share of the batches the publisher handled,
+#: and of the messages each consumer handled, comes again (once), so "took effect
+#: once" is the consumers' idempotency at work, not every event delivered once.
+REDELIVERY_RATE = 0.25
 DRAIN_BOUND = 2_000
 QUEUE_DELETED = "AWS.SimpleQueueService.NonExistentQueue"
 EMULATED = (
@@ -396,6 +401,8 @@ class Flow:
     removed_at: dict[str, int] = field(default_factory=dict)
     #: every consumer's name as its ledger keys it, removed ones too
     names: dict[str, str] = field(default_factory=dict)
+    #: every consumer's mapping, removed ones too (their redeliveries are counted)
+    mappings: dict[str, SqsMapping] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.runtime = LocalRuntime(self.clock)
@@ -425,6 +432,8 @@ class Flow:
                     sqs_client=sqs,
                     clock=self.clock,
                     function_timeout_seconds=deployment.publisher.timeout_seconds,
+                    duplicate_delivery_rate=REDELIVERY_RATE,
+                    random_source=random.Random("publisher"),
                 )
             )
             self.publisher_uuid = str(deployment.stream_mapping["UUID"])
@@ -452,6 +461,8 @@ class Flow:
                         sqs_client=sqs,
                         clock=self.clock,
                         function_timeout_seconds=consumer.function.timeout_seconds,
+                        duplicate_delivery_rate=REDELIVERY_RATE,
+                        random_source=random.Random(key),
                     )
                 ),
                 function=function,
@@ -460,6 +471,7 @@ class Flow:
             )
             self.added_after[key] = self.step
             self.names[key] = consumer_name(consumer)
+            self.mappings[key] = self.consumers[key].mapping
         return deployment
 
     # ---------------------------------------------------------------- traffic
@@ -703,6 +715,9 @@ def run(scenario: Scenario, work_dir: Path, log: Callable[[str], None]) -> dict[
                 key: consumer.function.cold_starts for key, consumer in flow.consumers.items()
             } | {"publisher": flow.publisher_function.cold_starts if flow.publisher_function else 0}
             facts["end"] = end_state(flow, deployment, emulator.seams)
+            facts["redeliveries"] = {
+                key: mapping.stats.duplicate_deliveries for key, mapping in flow.mappings.items()
+            } | {"publisher": flow.publisher.stats.duplicate_deliveries if flow.publisher else 0}
         return facts
     finally:
         output.close()
