@@ -74,6 +74,7 @@ from dynamodb_outbox.local import (
     stream_records_follow,
 )
 from dynamodb_outbox.writer import OutboxWriter
+from tests.dependency_shortcuts import OFF, allowed
 from tests.terraform.tfhelpers import REPO_ROOT
 
 REGION = "us-east-1"
@@ -113,6 +114,14 @@ EMULATED = (
 # ---------------------------------------------------------------------- emulator
 
 
+def _moto_checked(patch: str) -> None:
+    """The patches below reach into moto's internals as of the release in
+    tests/dependency_shortcuts.py; the live flow needs them (they are not speed
+    shortcuts that can be left off), so on another release it stops, saying why."""
+    if not allowed("moto", f"live_flow.{patch}"):
+        raise RuntimeError(next(line for line in OFF if f"live_flow.{patch} " in line))
+
+
 def keep_moto_pollers_off() -> None:
     """moto never acts on an event source mapping: the local runtime is Lambda here.
 
@@ -123,6 +132,7 @@ def keep_moto_pollers_off() -> None:
     hooks are taken off as moto creates them. The mappings themselves stay in
     the Lambda API, enabled, as Terraform made them.
     """
+    _moto_checked("keep_moto_pollers_off")
     from moto.awslambda.models import LambdaBackend
     from moto.dynamodb.models import dynamodb_backends
     from moto.sqs.models import sqs_backends
@@ -146,6 +156,7 @@ def moto_updates_functions_as_aws() -> None:
     moto ignores ``TracingConfig`` and leaves ``LastModified`` as it was; AWS
     applies the first and moves the second (LiveFunction tells an update by it).
     """
+    _moto_checked("moto_updates_functions_as_aws")
     from moto.awslambda.models import LambdaFunction
     from moto.core.utils import iso_8601_datetime_with_nanoseconds
 
@@ -173,6 +184,7 @@ def publish_powertools_layers(session: boto3.Session) -> dict[str, str]:
     parameter under ``/aws``: AWS reserves it), so they are written into its
     SSM backend directly. Returns the layer ARN of each release.
     """
+    _moto_checked("publish_powertools_layers")
     from moto.core.utils import utcnow
     from moto.ssm.models import Parameter, ssm_backends
 
