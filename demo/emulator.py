@@ -28,6 +28,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,8 +108,24 @@ def speed_up_sqs_receive() -> None:
     (``SQSBackend.is_message_valid_based_on_retention_period``) computes ALL the
     queue's attributes, message counts included, to read one of them: with a few
     hundred messages queued, each receive took ~0.3 s and dominated the run.
-    This reads ``MessageRetentionPeriod`` directly.
+    This reads ``MessageRetentionPeriod`` directly. A patch into moto's private
+    code: installed only on the release it was checked against
+    (tests/dependency_shortcuts.py), and otherwise left off, saying so.
     """
+    try:
+        from tests.dependency_shortcuts import allowed
+    except ImportError:  # the demo run from outside the repository
+        print(
+            "demo: moto's SQS receive left as it is (no tests/dependency_shortcuts.py)",
+            file=sys.stderr,
+        )
+        return
+    if not allowed("moto", "demo.emulator.speed_up_sqs_receive"):
+        print(
+            "demo: moto's SQS receive left as it is (moto is not the checked release)",
+            file=sys.stderr,
+        )
+        return
     from moto.core.utils import unix_time
     from moto.sqs.models import Message, SQSBackend
 

@@ -442,6 +442,12 @@ class Pipeline:
         self._paused_at: int | None = None
         #: publisher invocations that started while publishing was paused (must stay 0)
         self.invocations_while_paused = 0
+        #: the outbox sort keys in the table when publishing was paused
+        self._outbox_at_pause: set[str] = set()
+        #: per resume: the publisher invocations before it, and the outbox items
+        #: written while paused, which the stream must deliver from then on (the
+        #: mapping resumes where it stopped, docs/live-changes.md)
+        self.resumes: list[tuple[int, frozenset[str]]] = []
 
     # -- live changes (docs/live-changes.md): what an apply does to the mappings
 
@@ -464,6 +470,7 @@ class Pipeline:
         elif change == "publishing paused":
             self.publisher.update({**self.publisher_config, "State": "Disabled"})
             self._paused_at = len(self.publisher.invocations)
+            self._outbox_at_pause = {item["SK"]["S"] for item in self.outbox_items()}
         else:
             self.resume_publishing()
             return
@@ -475,6 +482,8 @@ class Pipeline:
             return
         self.invocations_while_paused += len(self.publisher.invocations) - self._paused_at
         self._paused_at = None
+        written = {item["SK"]["S"] for item in self.outbox_items()} - self._outbox_at_pause
+        self.resumes.append((len(self.publisher.invocations), frozenset(written)))
         sizes = [size for size in STREAM_BATCH_SIZES if size != self.publisher.settings.batch_size]
         self.publisher.update({**self.publisher_config, "BatchSize": sizes[0]})
         self.live_changes["publishing resumed, another batch size"] += 1

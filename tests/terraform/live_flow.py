@@ -42,6 +42,7 @@ import argparse
 import faulthandler
 import io
 import json
+import random
 import signal
 import subprocess
 import sys
@@ -73,6 +74,7 @@ from dynamodb_outbox.local import (
     stream_records_follow,
 )
 from dynamodb_outbox.writer import OutboxWriter
+from tests.dependency_shortcuts import OFF, allowed
 from tests.terraform.tfhelpers import REPO_ROOT
 
 REGION = "us-east-1"
@@ -87,6 +89,10 @@ AUDIT_BATCH_BEFORE, AUDIT_BATCH_AFTER = 10, 4
 ORDERS_PER_PUMP = 1
 PUMP_INTERVAL_SECONDS = 1.0
 MAX_ORDERS_PER_APPLY = 30
+#: Lambda delivers at least once: this share of the batches the publisher handled,
+#: and of the messages each consumer handled, comes again (once), so "took effect
+#: once" is the consumers' idempotency at work, not every event delivered once.
+REDELIVERY_RATE = 0.25
 DRAIN_BOUND = 2_000
 QUEUE_DELETED = "AWS.SimpleQueueService.NonExistentQueue"
 EMULATED = (
@@ -108,6 +114,14 @@ EMULATED = (
 # ---------------------------------------------------------------------- emulator
 
 
+def _moto_checked(patch: str) -> None:
+    """The patches below reach into moto's internals as of the release in
+    tests/dependency_shortcuts.py; the live flow needs them (they are not speed
+    shortcuts that can be left off), so on another release it stops, saying why."""
+    if not allowed("moto", f"live_flow.{patch}"):
+        raise RuntimeError(next(line for line in OFF if f"live_flow.{patch} " in line))
+
+
 def keep_moto_pollers_off() -> None:
     """moto never acts on an event source mapping: the local runtime is Lambda here.
 
@@ -118,6 +132,7 @@ def keep_moto_pollers_off() -> None:
     hooks are taken off as moto creates them. The mappings themselves stay in
     the Lambda API, enabled, as Terraform made them.
     """
+    _moto_checked("keep_moto_pollers_off")
     from moto.awslambda.models import LambdaBackend
     from moto.dynamodb.models import dynamodb_backends
     from moto.sqs.models import sqs_backends
@@ -141,6 +156,7 @@ def moto_updates_functions_as_aws() -> None:
     moto ignores ``TracingConfig`` and leaves ``LastModified`` as it was; AWS
     applies the first and moves the second (LiveFunction tells an update by it).
     """
+    _moto_checked("moto_updates_functions_as_aws")
     from moto.awslambda.models import LambdaFunction
     from moto.core.utils import iso_8601_datetime_with_nanoseconds
 
@@ -168,6 +184,7 @@ def publish_powertools_layers(session: boto3.Session) -> dict[str, str]:
     parameter under ``/aws``: AWS reserves it), so they are written into its
     SSM backend directly. Returns the layer ARN of each release.
     """
+    _moto_checked("publish_powertools_layers")
     from moto.core.utils import utcnow
     from moto.ssm.models import Parameter, ssm_backends
 
@@ -396,6 +413,8 @@ class Flow:
     removed_at: dict[str, int] = field(default_factory=dict)
     #: every consumer's name as its ledger keys it, removed ones too
     names: dict[str, str] = field(default_factory=dict)
+    #: every consumer's mapping, removed ones too (their redeliveries are counted)
+    mappings: dict[str, SqsMapping] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.runtime = LocalRuntime(self.clock)
@@ -425,6 +444,8 @@ class Flow:
                     sqs_client=sqs,
                     clock=self.clock,
                     function_timeout_seconds=deployment.publisher.timeout_seconds,
+                    duplicate_delivery_rate=REDELIVERY_RATE,
+                    random_source=random.Random("publisher"),
                 )
             )
             self.publisher_uuid = str(deployment.stream_mapping["UUID"])
@@ -452,6 +473,8 @@ class Flow:
                         sqs_client=sqs,
                         clock=self.clock,
                         function_timeout_seconds=consumer.function.timeout_seconds,
+                        duplicate_delivery_rate=REDELIVERY_RATE,
+                        random_source=random.Random(key),
                     )
                 ),
                 function=function,
@@ -460,6 +483,7 @@ class Flow:
             )
             self.added_after[key] = self.step
             self.names[key] = consumer_name(consumer)
+            self.mappings[key] = self.consumers[key].mapping
         return deployment
 
     # ---------------------------------------------------------------- traffic
@@ -703,6 +727,9 @@ def run(scenario: Scenario, work_dir: Path, log: Callable[[str], None]) -> dict[
                 key: consumer.function.cold_starts for key, consumer in flow.consumers.items()
             } | {"publisher": flow.publisher_function.cold_starts if flow.publisher_function else 0}
             facts["end"] = end_state(flow, deployment, emulator.seams)
+            facts["redeliveries"] = {
+                key: mapping.stats.duplicate_deliveries for key, mapping in flow.mappings.items()
+            } | {"publisher": flow.publisher.stats.duplicate_deliveries if flow.publisher else 0}
         return facts
     finally:
         output.close()

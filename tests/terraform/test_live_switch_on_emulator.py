@@ -55,6 +55,13 @@ def test_every_event_took_effect_once_across_the_switch(facts: dict[str, Any]) -
     assert {event: n for event, n in ledger.items() if n != 1} == {}
 
 
+def test_redeliveries_reached_the_consumer_and_took_effect_once(facts: dict[str, Any]) -> None:
+    """'Took effect once' must be able to fail: Lambda delivers at least
+    once, and a flow that never delivers twice passes a consumer without idempotency."""
+    assert facts["redeliveries"]["publisher"] > 0
+    assert facts["redeliveries"]["audit"] > 0
+
+
 def test_the_queue_was_drained_before_the_switch(facts: dict[str, Any]) -> None:
     assert facts["steps"][1]["drained_before"] == {"audit": {"queue": 0, "dlq": 0}}
 
