@@ -34,6 +34,7 @@ from dynamodb_outbox.regions import RegionScope
 from dynamodb_outbox.sender_checks import ExpectedSender, read_body
 from dynamodb_outbox.sinks import EVENTBRIDGE_RULES, EntryResult, EventBridgeSink
 from dynamodb_outbox.sweeper import SweepResult, sweep
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter
 
 
@@ -47,6 +48,7 @@ def _deps(region: Region, clock: VirtualClock) -> PublishDependencies[Any]:
         sink=EventBridgeSink(region.client("events"), region.bus),
         table_name=TABLE,
         dynamodb_client=region.dynamodb,
+        table_keys=DEFAULT_TABLE_KEYS,
         sleep=lambda _: None,
         clock=clock.now_datetime,
     )
@@ -102,7 +104,9 @@ def test_a_released_item_is_not_adopted_while_its_region_is_up(
     written = east.dynamodb.get_item(TableName=TABLE, Key=key, ConsistentRead=True)["Item"]
     publish_outbox_items(
         [OutboxCandidate(key=key, item=written, position=0, checkpoint="1")],
-        PublishDependencies(_Refusing(), TABLE, east.dynamodb, sleep=lambda _: None),
+        PublishDependencies(
+            _Refusing(), TABLE, east.dynamodb, DEFAULT_TABLE_KEYS, sleep=lambda _: None
+        ),
     )
     clock.advance(2)
     runtime.drain()
@@ -322,7 +326,9 @@ def test_a_resurrected_quarantined_item_is_kept_not_published_by_its_regions_str
     replica = west.dynamodb.get_item(TableName=TABLE, Key=key, ConsistentRead=True)["Item"]
     publish_outbox_items(
         [OutboxCandidate(key=key, item=replica, position=0, checkpoint="1")],
-        PublishDependencies(_Refusing(), TABLE, west.dynamodb, sleep=lambda _: None),
+        PublishDependencies(
+            _Refusing(), TABLE, west.dynamodb, DEFAULT_TABLE_KEYS, sleep=lambda _: None
+        ),
     )
 
     # WHEN west comes back
