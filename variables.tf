@@ -1368,8 +1368,8 @@ variable "alarms" {
   # arn:<partition>:<service>:<region>:<account>:<resource>; the account field is
   # "ec2" in EC2 actions (arn:aws:automate:<region>:ec2:stop).
   validation {
-    condition     = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }] : alltrue([for arn in concat(alarms.actions, alarms.ok_actions) : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])])
-    error_message = one([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }] : "Malformed ARN in alarms.actions or alarms.ok_actions: ${join(", ", [for arn in concat(alarms.actions, alarms.ok_actions) : "\"${arn}\"" if !can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])}. An action is an ARN, arn:<partition>:<service>:<region>:<account>:<resource>, e.g. arn:aws:sns:eu-west-1:111122223333:alerts."])
+    condition     = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }] : alltrue([for arn in concat(tolist(alarms.actions), tolist(alarms.ok_actions)) : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])])
+    error_message = one([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }] : "Malformed ARN in alarms.actions or alarms.ok_actions: ${join(", ", [for arn in concat(tolist(alarms.actions), tolist(alarms.ok_actions)) : "\"${arn}\"" if !can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])}. An action is an ARN, arn:<partition>:<service>:<region>:<account>:<resource>, e.g. arn:aws:sns:eu-west-1:111122223333:alerts."])
   }
 
   validation {
