@@ -992,7 +992,7 @@ variable "consumers" {
       for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
       c.function == null ? true : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", c.function.arn))
     ])
-    error_message = "A consumer's function.arn must be a Lambda function ARN (arn:<partition>:lambda:<region>:<account>:function:<name>, optionally :<alias or version>). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (\"${try(c.function.arn, "")}\")" if c.function != null && !can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", try(c.function.arn, "")))])}."
+    error_message = format("A consumer's function.arn must be a Lambda function ARN (arn:<partition>:lambda:<region>:<account>:function:<name>, optionally :<alias or version>). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${jsonencode(try(c.function.arn, null))})" if c.function != null && !can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", try(c.function.arn, "")))]))
   }
 
   validation {
@@ -1000,17 +1000,17 @@ variable "consumers" {
       for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
       try(c.function.role_name == null, true) ? true : can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name))
     ])
-    error_message = "A consumer's function.role_name must be null or an IAM role NAME (1 to 64 of letters, digits and +=,.@_-), not an ARN. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (\"${c.function.role_name}\")" if try(!can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name)) && c.function.role_name != null, false)])}."
+    error_message = format("A consumer's function.role_name must be null or an IAM role NAME (1 to 64 of letters, digits and +=,.@_-), not an ARN. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (\"${c.function.role_name}\")" if try(!can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name)) && c.function.role_name != null, false)]))
   }
 
   validation {
     condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds])
-    error_message = "A consumer's function_timeout_seconds must be a whole number of seconds from 1 to 900. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.function_timeout_seconds})" if !(c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds)])}."
+    error_message = format("A consumer's function_timeout_seconds must be a whole number of seconds from 1 to 900. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.function_timeout_seconds})" if !(c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds)]))
   }
 
   validation {
     condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb])
-    error_message = "A consumer's function_memory_size_mb must be a whole number of MB from 128 to 10240. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.function_memory_size_mb})" if !(c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb)])}."
+    error_message = format("A consumer's function_memory_size_mb must be a whole number of MB from 128 to 10240. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.function_memory_size_mb})" if !(c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb)]))
   }
 
   validation {
@@ -1018,7 +1018,7 @@ variable "consumers" {
       for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
       c.visibility_timeout_seconds == null ? true : (c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds)
     ])
-    error_message = "A consumer's visibility_timeout_seconds must be null (6 x function_timeout_seconds) or a whole number of seconds up to 43200, the SQS maximum. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.visibility_timeout_seconds})" if try(!(c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds), false)])}."
+    error_message = format("A consumer's visibility_timeout_seconds must be null (6 x function_timeout_seconds) or a whole number of seconds up to 43200, the SQS maximum. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.visibility_timeout_seconds})" if try(!(c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds), false)]))
   }
 
   validation {
@@ -1026,39 +1026,39 @@ variable "consumers" {
       for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
       c.visibility_timeout_seconds == null ? true : c.visibility_timeout_seconds >= 6 * c.function_timeout_seconds
     ])
-    error_message = "A consumer's visibility_timeout_seconds must be at least 6 x its function_timeout_seconds (AWS's recommendation for SQS event sources, so a message stays hidden while Lambda retries a throttled batch; Lambda refuses outright a mapping whose function timeout exceeds the visibility timeout). Too small for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.visibility_timeout_seconds} < 6 x ${c.function_timeout_seconds})" if try(c.visibility_timeout_seconds < 6 * c.function_timeout_seconds, false)])}. Leave it null to get 6 x function_timeout_seconds."
+    error_message = format("A consumer's visibility_timeout_seconds must be at least 6 x its function_timeout_seconds (AWS's recommendation for SQS event sources, so a message stays hidden while Lambda retries a throttled batch; Lambda refuses outright a mapping whose function timeout exceeds the visibility timeout). Too small for: %s. Leave it null to get 6 x function_timeout_seconds.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.visibility_timeout_seconds} < 6 x ${c.function_timeout_seconds})" if try(c.visibility_timeout_seconds < 6 * c.function_timeout_seconds, false)]))
   }
 
   validation {
     condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds])
-    error_message = "A consumer's message_retention_seconds must be a whole number from 60 to 1209600 (14 days). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.message_retention_seconds})" if !(c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds)])}."
+    error_message = format("A consumer's message_retention_seconds must be a whole number from 60 to 1209600 (14 days). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.message_retention_seconds})" if !(c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds)]))
   }
 
   validation {
     condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count])
-    error_message = "A consumer's max_receive_count must be a whole number from 1 to 1000 (5 or more is recommended: a batch that fails for an unrelated reason counts a receive for every message in it). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.max_receive_count})" if !(c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count)])}."
+    error_message = format("A consumer's max_receive_count must be a whole number from 1 to 1000 (5 or more is recommended: a batch that fails for an unrelated reason counts a receive for every message in it). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.max_receive_count})" if !(c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count)]))
   }
 
   validation {
     condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size])
-    error_message = "A consumer's batch_size must be a whole number from 1 to 10000. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.batch_size})" if !(c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size)])}."
+    error_message = format("A consumer's batch_size must be a whole number from 1 to 10000. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.batch_size})" if !(c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size)]))
   }
 
   validation {
     condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds])
-    error_message = "A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if !(c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds)])}."
+    error_message = format("A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if !(c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds)]))
   }
 
   # Lambda's SQS parameters: "For FIFO queues, the maximum is 10" and "Batching
   # window is not supported for FIFO queues".
   validation {
     condition     = var.publish_to != "sns_fifo" || alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.batch_size <= 10])
-    error_message = "With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, whose event source mappings take a batch_size of at most 10. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.batch_size})" if c.batch_size > 10])}."
+    error_message = format("With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, whose event source mappings take a batch_size of at most 10. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.batch_size})" if c.batch_size > 10]))
   }
 
   validation {
     condition     = var.publish_to != "sns_fifo" || alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_batching_window_in_seconds == 0])
-    error_message = "With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, on which Lambda supports no batching window: maximum_batching_window_in_seconds must be 0. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if c.maximum_batching_window_in_seconds != 0])}."
+    error_message = format("With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, on which Lambda supports no batching window: maximum_batching_window_in_seconds must be 0. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if c.maximum_batching_window_in_seconds != 0]))
   }
 
   validation {
@@ -1071,22 +1071,22 @@ variable "consumers" {
       for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
       c.maximum_concurrency == null ? true : (c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency)
     ])
-    error_message = "A consumer's maximum_concurrency must be null (no limit) or a whole number from 2 to 1000 (AWS's range for SQS event sources). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_concurrency})" if try(!(c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency), false)])}."
+    error_message = format("A consumer's maximum_concurrency must be null (no limit) or a whole number from 2 to 1000 (AWS's range for SQS event sources). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_concurrency})" if try(!(c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency), false)]))
   }
 
   validation {
     condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds])
-    error_message = "A consumer's maximum_event_age_in_seconds must be a whole number from 60 to 86400 (EventBridge's range). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_event_age_in_seconds})" if !(c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds)])}."
+    error_message = format("A consumer's maximum_event_age_in_seconds must be a whole number from 60 to 86400 (EventBridge's range). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_event_age_in_seconds})" if !(c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds)]))
   }
 
   validation {
     condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts])
-    error_message = "A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_retry_attempts})" if !(c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts)])}."
+    error_message = format("A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_retry_attempts})" if !(c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts)]))
   }
 
   validation {
     condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.idempotency_expires_after_seconds == null ? true : (c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds)])
-    error_message = "A consumer's idempotency_expires_after_seconds must be null (derived, docs/seams.md) or a whole number of seconds. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.idempotency_expires_after_seconds})" if try(!(c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds), false)])}."
+    error_message = format("A consumer's idempotency_expires_after_seconds must be null (derived, docs/seams.md) or a whole number of seconds. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.idempotency_expires_after_seconds})" if try(!(c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds), false)]))
   }
 }
 
