@@ -73,3 +73,30 @@ run "alarm_actions_from_a_topic_created_in_the_same_apply_plan" {
     error_message = "The publisher_errors alarm must be planned."
   }
 }
+
+# A caller's typed variables passed through: every attribute present, null
+# where not set, so each takes the module's default (as optional() did).
+run "a_callers_typed_objects_with_null_attributes_plan" {
+  command = plan
+
+  module {
+    source = "./tests/terraform/fixtures/typed_caller"
+  }
+
+  variables {
+    consumers = {
+      audit = { event_pattern = "{\"source\":[\"orders\"]}" }
+      billing = {
+        event_pattern       = "{\"source\":[\"orders\"]}"
+        function            = { arn = "arn:aws:lambda:eu-west-1:111122223333:function:billing" }
+        maximum_concurrency = 5
+      }
+    }
+    alarms = { actions = ["arn:aws:sns:eu-west-1:111122223333:oncall"] }
+  }
+
+  assert {
+    condition     = toset(output.consumer_keys) == toset(["audit", "billing"]) && contains(output.alarm_keys, "sweeper_errors") && contains(output.alarm_keys, "consumer_errors/billing")
+    error_message = "Null attributes must take the defaults: both consumers, the sweeper (enabled) and every alarm."
+  }
+}
