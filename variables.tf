@@ -276,7 +276,7 @@ variable "table" {
       ? table.read_capacity == null && table.write_capacity == null
       : (
         table.read_capacity != null && table.write_capacity != null
-        ? table.read_capacity >= 1 && table.write_capacity >= 1 && floor(table.read_capacity) == table.read_capacity && floor(table.write_capacity) == table.write_capacity
+        ? table.read_capacity >= 1 && table.write_capacity >= 1 && floor(table.read_capacity) == table.read_capacity + 0 && floor(table.write_capacity) == table.write_capacity + 0
         : false
       )
     )])
@@ -450,7 +450,7 @@ variable "acknowledged_changes" {
   nullable = false
 
   validation {
-    condition     = var.acknowledged_changes.serial >= 0 && floor(var.acknowledged_changes.serial) == var.acknowledged_changes.serial
+    condition     = var.acknowledged_changes.serial >= 0 && floor(var.acknowledged_changes.serial) == var.acknowledged_changes.serial + 0
     error_message = "The acknowledged_changes.serial must be a whole number of at least 0, raised by one with each apply that changes what the module records of the stack (docs/live-changes.md)."
   }
 }
@@ -586,12 +586,12 @@ variable "publisher" {
   }
 
   validation {
-    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k] == null, true) ? d : var.publisher[k] }] : publisher.memory_size_mb >= 128 && publisher.memory_size_mb <= 10240 && floor(publisher.memory_size_mb) == publisher.memory_size_mb])
+    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k] == null, true) ? d : var.publisher[k] }] : publisher.memory_size_mb >= 128 && publisher.memory_size_mb <= 10240 && floor(publisher.memory_size_mb) == publisher.memory_size_mb + 0])
     error_message = "The publisher.memory_size_mb must be a whole number of MB from 128 to 10240."
   }
 
   validation {
-    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k] == null, true) ? d : var.publisher[k] }] : publisher.timeout_seconds >= 1 && publisher.timeout_seconds <= 900 && floor(publisher.timeout_seconds) == publisher.timeout_seconds])
+    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k] == null, true) ? d : var.publisher[k] }] : publisher.timeout_seconds >= 1 && publisher.timeout_seconds <= 900 && floor(publisher.timeout_seconds) == publisher.timeout_seconds + 0])
     error_message = "The publisher.timeout_seconds must be a whole number of seconds from 1 to 900."
   }
 
@@ -655,17 +655,17 @@ variable "stream_mapping" {
   }
 
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.batch_size >= 1 && stream_mapping.batch_size <= 10000 && floor(stream_mapping.batch_size) == stream_mapping.batch_size])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.batch_size >= 1 && stream_mapping.batch_size <= 10000 && floor(stream_mapping.batch_size) == stream_mapping.batch_size + 0])
     error_message = "The stream_mapping.batch_size must be a whole number from 1 to 10000."
   }
 
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.maximum_batching_window_in_seconds >= 0 && stream_mapping.maximum_batching_window_in_seconds <= 300 && floor(stream_mapping.maximum_batching_window_in_seconds) == stream_mapping.maximum_batching_window_in_seconds])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.maximum_batching_window_in_seconds >= 0 && stream_mapping.maximum_batching_window_in_seconds <= 300 && floor(stream_mapping.maximum_batching_window_in_seconds) == stream_mapping.maximum_batching_window_in_seconds + 0])
     error_message = "The stream_mapping.maximum_batching_window_in_seconds must be a whole number from 0 to 300."
   }
 
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.parallelization_factor >= 1 && stream_mapping.parallelization_factor <= 10 && floor(stream_mapping.parallelization_factor) == stream_mapping.parallelization_factor])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.parallelization_factor >= 1 && stream_mapping.parallelization_factor <= 10 && floor(stream_mapping.parallelization_factor) == stream_mapping.parallelization_factor + 0])
     error_message = "The stream_mapping.parallelization_factor must be a whole number from 1 to 10."
   }
 
@@ -673,17 +673,17 @@ variable "stream_mapping" {
   # and every outbox item has a sort key of its own: two events of one aggregate
   # could be published by two concurrent batches, in either order.
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : var.publish_to != "sns_fifo" || stream_mapping.parallelization_factor == 1])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : var.publish_to != "sns_fifo" || stream_mapping.parallelization_factor + 0 == 1])
     error_message = one([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : "With publish_to = \"sns_fifo\" the stream_mapping.parallelization_factor must be 1 (got ${stream_mapping.parallelization_factor}): above 1 Lambda runs several batches of a shard at once and keeps the order of each item only, and every outbox item is an item of its own, so two events of one aggregate could be published out of order."])
   }
 
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.maximum_retry_attempts >= 0 && stream_mapping.maximum_retry_attempts <= 10000 && floor(stream_mapping.maximum_retry_attempts) == stream_mapping.maximum_retry_attempts])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.maximum_retry_attempts >= 0 && stream_mapping.maximum_retry_attempts <= 10000 && floor(stream_mapping.maximum_retry_attempts) == stream_mapping.maximum_retry_attempts + 0])
     error_message = "The stream_mapping.maximum_retry_attempts must be a whole number from 0 to 10000 (-1, infinite retries, is not allowed: one failing record would block its shard for 24 hours)."
   }
 
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.maximum_record_age_in_seconds >= 60 && stream_mapping.maximum_record_age_in_seconds <= 604800 && floor(stream_mapping.maximum_record_age_in_seconds) == stream_mapping.maximum_record_age_in_seconds])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.maximum_record_age_in_seconds >= 60 && stream_mapping.maximum_record_age_in_seconds <= 604800 && floor(stream_mapping.maximum_record_age_in_seconds) == stream_mapping.maximum_record_age_in_seconds + 0])
     error_message = "The stream_mapping.maximum_record_age_in_seconds must be a whole number from 60 to 604800 (-1, infinite age, is not allowed)."
   }
 }
@@ -738,7 +738,7 @@ variable "event_archive" {
   }
 
   validation {
-    condition     = alltrue([for event_archive in [{ for k, d in local.event_archive_defaults : k => try(var.event_archive[k] == null, true) ? d : var.event_archive[k] }] : event_archive.retention_days >= 1 && event_archive.retention_days <= 365 && floor(event_archive.retention_days) == event_archive.retention_days])
+    condition     = alltrue([for event_archive in [{ for k, d in local.event_archive_defaults : k => try(var.event_archive[k] == null, true) ? d : var.event_archive[k] }] : event_archive.retention_days >= 1 && event_archive.retention_days <= 365 && floor(event_archive.retention_days) == event_archive.retention_days + 0])
     error_message = "The event_archive.retention_days must be a whole number of days from 1 to 365 (0, keeping events forever, is not allowed: the consumers' idempotency records must outlive every archived event)."
   }
 
@@ -1004,21 +1004,21 @@ variable "consumers" {
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds])
-    error_message = format("A consumer's function_timeout_seconds must be a whole number of seconds from 1 to 900. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.function_timeout_seconds})" if !(c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds)]))
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds + 0])
+    error_message = format("A consumer's function_timeout_seconds must be a whole number of seconds from 1 to 900. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.function_timeout_seconds})" if !(c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb])
-    error_message = format("A consumer's function_memory_size_mb must be a whole number of MB from 128 to 10240. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.function_memory_size_mb})" if !(c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb)]))
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb + 0])
+    error_message = format("A consumer's function_memory_size_mb must be a whole number of MB from 128 to 10240. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.function_memory_size_mb})" if !(c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb + 0)]))
   }
 
   validation {
     condition = alltrue([
       for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
-      c.visibility_timeout_seconds == null ? true : (c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds)
+      c.visibility_timeout_seconds == null ? true : (c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds + 0)
     ])
-    error_message = format("A consumer's visibility_timeout_seconds must be null (6 x function_timeout_seconds) or a whole number of seconds up to 43200, the SQS maximum. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.visibility_timeout_seconds})" if try(!(c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds), false)]))
+    error_message = format("A consumer's visibility_timeout_seconds must be null (6 x function_timeout_seconds) or a whole number of seconds up to 43200, the SQS maximum. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.visibility_timeout_seconds})" if try(!(c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds + 0), false)]))
   }
 
   validation {
@@ -1030,23 +1030,23 @@ variable "consumers" {
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds])
-    error_message = format("A consumer's message_retention_seconds must be a whole number from 60 to 1209600 (14 days). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.message_retention_seconds})" if !(c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds)]))
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds + 0])
+    error_message = format("A consumer's message_retention_seconds must be a whole number from 60 to 1209600 (14 days). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.message_retention_seconds})" if !(c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count])
-    error_message = format("A consumer's max_receive_count must be a whole number from 1 to 1000 (5 or more is recommended: a batch that fails for an unrelated reason counts a receive for every message in it). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.max_receive_count})" if !(c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count)]))
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count + 0])
+    error_message = format("A consumer's max_receive_count must be a whole number from 1 to 1000 (5 or more is recommended: a batch that fails for an unrelated reason counts a receive for every message in it). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.max_receive_count})" if !(c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size])
-    error_message = format("A consumer's batch_size must be a whole number from 1 to 10000. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.batch_size})" if !(c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size)]))
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size + 0])
+    error_message = format("A consumer's batch_size must be a whole number from 1 to 10000. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.batch_size})" if !(c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds])
-    error_message = format("A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if !(c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds)]))
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds + 0])
+    error_message = format("A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if !(c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds + 0)]))
   }
 
   # Lambda's SQS parameters: "For FIFO queues, the maximum is 10" and "Batching
@@ -1057,8 +1057,8 @@ variable "consumers" {
   }
 
   validation {
-    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_batching_window_in_seconds == 0])
-    error_message = format("With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, on which Lambda supports no batching window: maximum_batching_window_in_seconds must be 0. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if c.maximum_batching_window_in_seconds != 0]))
+    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_batching_window_in_seconds + 0 == 0])
+    error_message = format("With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, on which Lambda supports no batching window: maximum_batching_window_in_seconds must be 0. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if c.maximum_batching_window_in_seconds + 0 != 0]))
   }
 
   validation {
@@ -1069,24 +1069,24 @@ variable "consumers" {
   validation {
     condition = alltrue([
       for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
-      c.maximum_concurrency == null ? true : (c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency)
+      c.maximum_concurrency == null ? true : (c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency + 0)
     ])
-    error_message = format("A consumer's maximum_concurrency must be null (no limit) or a whole number from 2 to 1000 (AWS's range for SQS event sources). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_concurrency})" if try(!(c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency), false)]))
+    error_message = format("A consumer's maximum_concurrency must be null (no limit) or a whole number from 2 to 1000 (AWS's range for SQS event sources). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_concurrency})" if try(!(c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency + 0), false)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds])
-    error_message = format("A consumer's maximum_event_age_in_seconds must be a whole number from 60 to 86400 (EventBridge's range). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_event_age_in_seconds})" if !(c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds)]))
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds + 0])
+    error_message = format("A consumer's maximum_event_age_in_seconds must be a whole number from 60 to 86400 (EventBridge's range). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_event_age_in_seconds})" if !(c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts])
-    error_message = format("A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_retry_attempts})" if !(c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts)]))
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts + 0])
+    error_message = format("A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_retry_attempts})" if !(c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.idempotency_expires_after_seconds == null ? true : (c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds)])
-    error_message = format("A consumer's idempotency_expires_after_seconds must be null (derived, docs/seams.md) or a whole number of seconds. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.idempotency_expires_after_seconds})" if try(!(c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds), false)]))
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.idempotency_expires_after_seconds == null ? true : (c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds + 0)])
+    error_message = format("A consumer's idempotency_expires_after_seconds must be null (derived, docs/seams.md) or a whole number of seconds. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.idempotency_expires_after_seconds})" if try(!(c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds + 0), false)]))
   }
 }
 
@@ -1237,22 +1237,22 @@ variable "sweeper" {
   }
 
   validation {
-    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.min_age_seconds >= 60 && floor(sweeper.min_age_seconds) == sweeper.min_age_seconds])
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.min_age_seconds >= 60 && floor(sweeper.min_age_seconds) == sweeper.min_age_seconds + 0])
     error_message = "The sweeper.min_age_seconds must be a whole number of at least 60: younger items are still on their way through the stream, and sweeping them only duplicates events."
   }
 
   validation {
-    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.max_items >= 1 && sweeper.max_items <= 10000 && floor(sweeper.max_items) == sweeper.max_items])
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.max_items >= 1 && sweeper.max_items <= 10000 && floor(sweeper.max_items) == sweeper.max_items + 0])
     error_message = "The sweeper.max_items must be a whole number from 1 to 10000."
   }
 
   validation {
-    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.memory_size_mb >= 128 && sweeper.memory_size_mb <= 10240 && floor(sweeper.memory_size_mb) == sweeper.memory_size_mb])
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.memory_size_mb >= 128 && sweeper.memory_size_mb <= 10240 && floor(sweeper.memory_size_mb) == sweeper.memory_size_mb + 0])
     error_message = "The sweeper.memory_size_mb must be a whole number of MB from 128 to 10240."
   }
 
   validation {
-    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.timeout_seconds >= 60 && sweeper.timeout_seconds <= 900 && floor(sweeper.timeout_seconds) == sweeper.timeout_seconds])
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.timeout_seconds >= 60 && sweeper.timeout_seconds <= 900 && floor(sweeper.timeout_seconds) == sweeper.timeout_seconds + 0])
     error_message = "The sweeper.timeout_seconds must be a whole number of seconds from 60 to 900: the sweeper keeps its last 10 seconds for deleting what it published."
   }
 
