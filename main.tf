@@ -181,7 +181,7 @@ locals {
   powertools_layer_arn = var.powertools_layer_arn == null ? local.default_powertools_layer_arn : var.powertools_layer_arn
 
   # The layers of the module's own functions, publisher and sweeper.
-  function_layers = compact(concat([local.powertools_layer_arn], local.publisher.extra_layer_arns))
+  function_layers = compact(concat([local.powertools_layer_arn], tolist(local.publisher.extra_layer_arns)))
 }
 
 ################################################################################

@@ -226,57 +226,57 @@ variable "table" {
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }] : table.create || table.name != null])
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : table.create || table.name != null])
     error_message = "Set table.name to the existing table's name when table.create is false."
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }] : table.name == null ? true : can(regex("^[A-Za-z0-9_.-]{3,255}$", table.name))])
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : table.name == null ? true : can(regex("^[A-Za-z0-9_.-]{3,255}$", table.name))])
     error_message = "The table.name must be 3 to 255 characters of letters, digits, underscores, hyphens and dots."
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }] : table.partition_key != null && try(length(table.partition_key) >= 1 && length(table.partition_key) <= 255, false)])
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : table.partition_key != null && try(length(table.partition_key) >= 1 && length(table.partition_key) <= 255, false)])
     error_message = "The table.partition_key must be an attribute name of 1 to 255 characters (DynamoDB's limit for a key attribute)."
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }] : table.sort_key != null && try(length(table.sort_key) >= 1 && length(table.sort_key) <= 255, false)])
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : table.sort_key != null && try(length(table.sort_key) >= 1 && length(table.sort_key) <= 255, false)])
     error_message = "The table.sort_key must be an attribute name of 1 to 255 characters (DynamoDB's limit for a key attribute)."
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }] : table.partition_key != table.sort_key])
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : table.partition_key != table.sort_key])
     error_message = "The table.partition_key and table.sort_key must differ: outbox items need a partition key and a separate sort key (OUTBOX#<event id>)."
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }] : !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], table.partition_key)])
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], table.partition_key)])
     error_message = "The table.partition_key must not be named like an attribute of every outbox item (envelope, event_type, outbox_status, outbox_pending_shard, quarantine_reason, quarantined_at)."
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }] : !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], table.sort_key)])
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], table.sort_key)])
     error_message = "The table.sort_key must not be named like an attribute of every outbox item (envelope, event_type, outbox_status, outbox_pending_shard, quarantine_reason, quarantined_at)."
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }] : contains(["NEW_IMAGE", "NEW_AND_OLD_IMAGES"], table.stream_view_type)])
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : contains(["NEW_IMAGE", "NEW_AND_OLD_IMAGES"], table.stream_view_type)])
     error_message = "The table.stream_view_type must be NEW_IMAGE or NEW_AND_OLD_IMAGES: the publisher reads the event from the new image."
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }] : contains(["PAY_PER_REQUEST", "PROVISIONED"], table.billing_mode)])
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : contains(["PAY_PER_REQUEST", "PROVISIONED"], table.billing_mode)])
     error_message = "The table.billing_mode must be PAY_PER_REQUEST or PROVISIONED."
   }
 
   validation {
-    condition = alltrue([for table in [{ for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }] : (
+    condition = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : (
       table.billing_mode == "PAY_PER_REQUEST"
       ? table.read_capacity == null && table.write_capacity == null
       : (
         table.read_capacity != null && table.write_capacity != null
-        ? table.read_capacity >= 1 && table.write_capacity >= 1 && floor(table.read_capacity) == table.read_capacity && floor(table.write_capacity) == table.write_capacity
+        ? table.read_capacity >= 1 && table.write_capacity >= 1 && floor(table.read_capacity) == table.read_capacity + 0 && floor(table.write_capacity) == table.write_capacity + 0
         : false
       )
     )])
@@ -284,7 +284,7 @@ variable "table" {
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }] : table.ttl_attribute_name == "" || can(regex("^[A-Za-z0-9_.-]{1,255}$", table.ttl_attribute_name))])
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : table.ttl_attribute_name == "" || can(regex("^[A-Za-z0-9_.-]{1,255}$", table.ttl_attribute_name))])
     error_message = "The table.ttl_attribute_name must be \"\" (no TTL) or 1 to 255 characters of letters, digits, underscores, hyphens and dots."
   }
 }
@@ -308,7 +308,7 @@ locals {
   # var.table with its defaults, as object({ optional(...) }) gave it: an
   # attribute set to null takes its default, one known only after apply leaves
   # the others known (a count may depend on them). The module reads this.
-  table = { for k, d in local.table_defaults : k => (can(keys(var.table)) ? lookup(var.table, k, null) : null) == null ? d : var.table[k] }
+  table = { for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }
 }
 
 ################################################################################
@@ -341,17 +341,17 @@ variable "event_bus" {
   }
 
   validation {
-    condition     = alltrue([for event_bus in [{ for k, d in local.event_bus_defaults : k => (can(keys(var.event_bus)) ? lookup(var.event_bus, k, null) : null) == null ? d : var.event_bus[k] }] : event_bus.create || event_bus.name != null])
+    condition     = alltrue([for event_bus in [{ for k, d in local.event_bus_defaults : k => try(var.event_bus[k] == null, true) ? d : var.event_bus[k] }] : event_bus.create || event_bus.name != null])
     error_message = "Set event_bus.name to the existing bus's name when event_bus.create is false."
   }
 
   validation {
-    condition     = alltrue([for event_bus in [{ for k, d in local.event_bus_defaults : k => (can(keys(var.event_bus)) ? lookup(var.event_bus, k, null) : null) == null ? d : var.event_bus[k] }] : event_bus.name == null ? true : can(regex("^[A-Za-z0-9._/-]{1,256}$", event_bus.name)) && !startswith(event_bus.name, "aws.")])
+    condition     = alltrue([for event_bus in [{ for k, d in local.event_bus_defaults : k => try(var.event_bus[k] == null, true) ? d : var.event_bus[k] }] : event_bus.name == null ? true : can(regex("^[A-Za-z0-9._/-]{1,256}$", event_bus.name)) && !startswith(event_bus.name, "aws.")])
     error_message = "The event_bus.name must be 1 to 256 characters of letters, digits, dots, hyphens, underscores and slashes, and must not start with \"aws.\"."
   }
 
   validation {
-    condition     = alltrue([for event_bus in [{ for k, d in local.event_bus_defaults : k => (can(keys(var.event_bus)) ? lookup(var.event_bus, k, null) : null) == null ? d : var.event_bus[k] }] : !(event_bus.create && event_bus.name == "default")])
+    condition     = alltrue([for event_bus in [{ for k, d in local.event_bus_defaults : k => try(var.event_bus[k] == null, true) ? d : var.event_bus[k] }] : !(event_bus.create && event_bus.name == "default")])
     error_message = "The bus named \"default\" always exists: use event_bus = { create = false, name = \"default\" } to publish to it."
   }
 }
@@ -367,7 +367,7 @@ locals {
   # var.event_bus with its defaults, as object({ optional(...) }) gave it: an
   # attribute set to null takes its default, one known only after apply leaves
   # the others known (a count may depend on them). The module reads this.
-  event_bus = { for k, d in local.event_bus_defaults : k => (can(keys(var.event_bus)) ? lookup(var.event_bus, k, null) : null) == null ? d : var.event_bus[k] }
+  event_bus = { for k, d in local.event_bus_defaults : k => try(var.event_bus[k] == null, true) ? d : var.event_bus[k] }
 }
 
 ################################################################################
@@ -450,7 +450,7 @@ variable "acknowledged_changes" {
   nullable = false
 
   validation {
-    condition     = var.acknowledged_changes.serial >= 0 && floor(var.acknowledged_changes.serial) == var.acknowledged_changes.serial
+    condition     = var.acknowledged_changes.serial >= 0 && floor(var.acknowledged_changes.serial) == var.acknowledged_changes.serial + 0
     error_message = "The acknowledged_changes.serial must be a whole number of at least 0, raised by one with each apply that changes what the module records of the stack (docs/live-changes.md)."
   }
 }
@@ -586,22 +586,22 @@ variable "publisher" {
   }
 
   validation {
-    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => (can(keys(var.publisher)) ? lookup(var.publisher, k, null) : null) == null ? d : var.publisher[k] }] : publisher.memory_size_mb >= 128 && publisher.memory_size_mb <= 10240 && floor(publisher.memory_size_mb) == publisher.memory_size_mb])
+    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k] == null, true) ? d : var.publisher[k] }] : publisher.memory_size_mb >= 128 && publisher.memory_size_mb <= 10240 && floor(publisher.memory_size_mb) == publisher.memory_size_mb + 0])
     error_message = "The publisher.memory_size_mb must be a whole number of MB from 128 to 10240."
   }
 
   validation {
-    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => (can(keys(var.publisher)) ? lookup(var.publisher, k, null) : null) == null ? d : var.publisher[k] }] : publisher.timeout_seconds >= 1 && publisher.timeout_seconds <= 900 && floor(publisher.timeout_seconds) == publisher.timeout_seconds])
+    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k] == null, true) ? d : var.publisher[k] }] : publisher.timeout_seconds >= 1 && publisher.timeout_seconds <= 900 && floor(publisher.timeout_seconds) == publisher.timeout_seconds + 0])
     error_message = "The publisher.timeout_seconds must be a whole number of seconds from 1 to 900."
   }
 
   validation {
-    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => (can(keys(var.publisher)) ? lookup(var.publisher, k, null) : null) == null ? d : var.publisher[k] }] : contains(["DEBUG", "INFO", "WARNING", "ERROR"], publisher.log_level)])
+    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k] == null, true) ? d : var.publisher[k] }] : contains(["DEBUG", "INFO", "WARNING", "ERROR"], publisher.log_level)])
     error_message = "The publisher.log_level must be DEBUG, INFO, WARNING or ERROR."
   }
 
   validation {
-    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => (can(keys(var.publisher)) ? lookup(var.publisher, k, null) : null) == null ? d : var.publisher[k] }] : length(publisher.extra_layer_arns) <= 4 && alltrue([for arn in publisher.extra_layer_arns : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$", arn))])])
+    condition     = alltrue([for publisher in [{ for k, d in local.publisher_defaults : k => try(var.publisher[k] == null, true) ? d : var.publisher[k] }] : length(publisher.extra_layer_arns) <= 4 && alltrue([for arn in publisher.extra_layer_arns : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+$", arn))])])
     error_message = "The publisher.extra_layer_arns must hold at most 4 layer version ARNs (arn:<partition>:lambda:<region>:<account>:layer:<name>:<version>); Lambda allows 5 layers including Powertools."
   }
 }
@@ -619,7 +619,7 @@ locals {
   # var.publisher with its defaults, as object({ optional(...) }) gave it: an
   # attribute set to null takes its default, one known only after apply leaves
   # the others known (a count may depend on them). The module reads this.
-  publisher = { for k, d in local.publisher_defaults : k => (can(keys(var.publisher)) ? lookup(var.publisher, k, null) : null) == null ? d : var.publisher[k] }
+  publisher = { for k, d in local.publisher_defaults : k => try(var.publisher[k] == null, true) ? d : var.publisher[k] }
 }
 
 variable "stream_mapping" {
@@ -655,17 +655,17 @@ variable "stream_mapping" {
   }
 
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => (can(keys(var.stream_mapping)) ? lookup(var.stream_mapping, k, null) : null) == null ? d : var.stream_mapping[k] }] : stream_mapping.batch_size >= 1 && stream_mapping.batch_size <= 10000 && floor(stream_mapping.batch_size) == stream_mapping.batch_size])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.batch_size >= 1 && stream_mapping.batch_size <= 10000 && floor(stream_mapping.batch_size) == stream_mapping.batch_size + 0])
     error_message = "The stream_mapping.batch_size must be a whole number from 1 to 10000."
   }
 
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => (can(keys(var.stream_mapping)) ? lookup(var.stream_mapping, k, null) : null) == null ? d : var.stream_mapping[k] }] : stream_mapping.maximum_batching_window_in_seconds >= 0 && stream_mapping.maximum_batching_window_in_seconds <= 300 && floor(stream_mapping.maximum_batching_window_in_seconds) == stream_mapping.maximum_batching_window_in_seconds])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.maximum_batching_window_in_seconds >= 0 && stream_mapping.maximum_batching_window_in_seconds <= 300 && floor(stream_mapping.maximum_batching_window_in_seconds) == stream_mapping.maximum_batching_window_in_seconds + 0])
     error_message = "The stream_mapping.maximum_batching_window_in_seconds must be a whole number from 0 to 300."
   }
 
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => (can(keys(var.stream_mapping)) ? lookup(var.stream_mapping, k, null) : null) == null ? d : var.stream_mapping[k] }] : stream_mapping.parallelization_factor >= 1 && stream_mapping.parallelization_factor <= 10 && floor(stream_mapping.parallelization_factor) == stream_mapping.parallelization_factor])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.parallelization_factor >= 1 && stream_mapping.parallelization_factor <= 10 && floor(stream_mapping.parallelization_factor) == stream_mapping.parallelization_factor + 0])
     error_message = "The stream_mapping.parallelization_factor must be a whole number from 1 to 10."
   }
 
@@ -673,17 +673,17 @@ variable "stream_mapping" {
   # and every outbox item has a sort key of its own: two events of one aggregate
   # could be published by two concurrent batches, in either order.
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => (can(keys(var.stream_mapping)) ? lookup(var.stream_mapping, k, null) : null) == null ? d : var.stream_mapping[k] }] : var.publish_to != "sns_fifo" || stream_mapping.parallelization_factor == 1])
-    error_message = one([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => (can(keys(var.stream_mapping)) ? lookup(var.stream_mapping, k, null) : null) == null ? d : var.stream_mapping[k] }] : "With publish_to = \"sns_fifo\" the stream_mapping.parallelization_factor must be 1 (got ${stream_mapping.parallelization_factor}): above 1 Lambda runs several batches of a shard at once and keeps the order of each item only, and every outbox item is an item of its own, so two events of one aggregate could be published out of order."])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : var.publish_to != "sns_fifo" || stream_mapping.parallelization_factor + 0 == 1])
+    error_message = one([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : "With publish_to = \"sns_fifo\" the stream_mapping.parallelization_factor must be 1 (got ${stream_mapping.parallelization_factor}): above 1 Lambda runs several batches of a shard at once and keeps the order of each item only, and every outbox item is an item of its own, so two events of one aggregate could be published out of order."])
   }
 
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => (can(keys(var.stream_mapping)) ? lookup(var.stream_mapping, k, null) : null) == null ? d : var.stream_mapping[k] }] : stream_mapping.maximum_retry_attempts >= 0 && stream_mapping.maximum_retry_attempts <= 10000 && floor(stream_mapping.maximum_retry_attempts) == stream_mapping.maximum_retry_attempts])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.maximum_retry_attempts >= 0 && stream_mapping.maximum_retry_attempts <= 10000 && floor(stream_mapping.maximum_retry_attempts) == stream_mapping.maximum_retry_attempts + 0])
     error_message = "The stream_mapping.maximum_retry_attempts must be a whole number from 0 to 10000 (-1, infinite retries, is not allowed: one failing record would block its shard for 24 hours)."
   }
 
   validation {
-    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => (can(keys(var.stream_mapping)) ? lookup(var.stream_mapping, k, null) : null) == null ? d : var.stream_mapping[k] }] : stream_mapping.maximum_record_age_in_seconds >= 60 && stream_mapping.maximum_record_age_in_seconds <= 604800 && floor(stream_mapping.maximum_record_age_in_seconds) == stream_mapping.maximum_record_age_in_seconds])
+    condition     = alltrue([for stream_mapping in [{ for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }] : stream_mapping.maximum_record_age_in_seconds >= 60 && stream_mapping.maximum_record_age_in_seconds <= 604800 && floor(stream_mapping.maximum_record_age_in_seconds) == stream_mapping.maximum_record_age_in_seconds + 0])
     error_message = "The stream_mapping.maximum_record_age_in_seconds must be a whole number from 60 to 604800 (-1, infinite age, is not allowed)."
   }
 }
@@ -703,7 +703,7 @@ locals {
   # var.stream_mapping with its defaults, as object({ optional(...) }) gave it: an
   # attribute set to null takes its default, one known only after apply leaves
   # the others known (a count may depend on them). The module reads this.
-  stream_mapping = { for k, d in local.stream_mapping_defaults : k => (can(keys(var.stream_mapping)) ? lookup(var.stream_mapping, k, null) : null) == null ? d : var.stream_mapping[k] }
+  stream_mapping = { for k, d in local.stream_mapping_defaults : k => try(var.stream_mapping[k] == null, true) ? d : var.stream_mapping[k] }
 }
 
 ################################################################################
@@ -738,12 +738,12 @@ variable "event_archive" {
   }
 
   validation {
-    condition     = alltrue([for event_archive in [{ for k, d in local.event_archive_defaults : k => (can(keys(var.event_archive)) ? lookup(var.event_archive, k, null) : null) == null ? d : var.event_archive[k] }] : event_archive.retention_days >= 1 && event_archive.retention_days <= 365 && floor(event_archive.retention_days) == event_archive.retention_days])
+    condition     = alltrue([for event_archive in [{ for k, d in local.event_archive_defaults : k => try(var.event_archive[k] == null, true) ? d : var.event_archive[k] }] : event_archive.retention_days >= 1 && event_archive.retention_days <= 365 && floor(event_archive.retention_days) == event_archive.retention_days + 0])
     error_message = "The event_archive.retention_days must be a whole number of days from 1 to 365 (0, keeping events forever, is not allowed: the consumers' idempotency records must outlive every archived event)."
   }
 
   validation {
-    condition     = alltrue([for event_archive in [{ for k, d in local.event_archive_defaults : k => (can(keys(var.event_archive)) ? lookup(var.event_archive, k, null) : null) == null ? d : var.event_archive[k] }] : event_archive.event_pattern == null ? true : try(length(keys(jsondecode(event_archive.event_pattern))) > 0, false)])
+    condition     = alltrue([for event_archive in [{ for k, d in local.event_archive_defaults : k => try(var.event_archive[k] == null, true) ? d : var.event_archive[k] }] : event_archive.event_pattern == null ? true : try(length(keys(jsondecode(event_archive.event_pattern))) > 0, false)])
     error_message = "The event_archive.event_pattern must be null or a non-empty JSON object, e.g. jsonencode({ source = [\"orders\"] })."
   }
 }
@@ -760,7 +760,7 @@ locals {
   # var.event_archive with its defaults, as object({ optional(...) }) gave it: an
   # attribute set to null takes its default, one known only after apply leaves
   # the others known (a count may depend on them). The module reads this.
-  event_archive = { for k, d in local.event_archive_defaults : k => (can(keys(var.event_archive)) ? lookup(var.event_archive, k, null) : null) == null ? d : var.event_archive[k] }
+  event_archive = { for k, d in local.event_archive_defaults : k => try(var.event_archive[k] == null, true) ? d : var.event_archive[k] }
 }
 
 ################################################################################
@@ -803,7 +803,7 @@ locals {
   # var.dashboard with its defaults, as object({ optional(...) }) gave it: an
   # attribute set to null takes its default, one known only after apply leaves
   # the others known (a count may depend on them). The module reads this.
-  dashboard = { for k, d in local.dashboard_defaults : k => (can(keys(var.dashboard)) ? lookup(var.dashboard, k, null) : null) == null ? d : var.dashboard[k] }
+  dashboard = { for k, d in local.dashboard_defaults : k => try(var.dashboard[k] == null, true) ? d : var.dashboard[k] }
 }
 
 ################################################################################
@@ -936,10 +936,10 @@ variable "consumers" {
 
   validation {
     condition = alltrue([
-      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
       c.event_pattern == null ? true : try(length(keys(jsondecode(c.event_pattern))) > 0, false)
     ])
-    error_message = "A consumer's event_pattern must be a non-empty JSON object, e.g. jsonencode({ source = [\"orders\"] }). Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : key if c.event_pattern != null && !try(length(keys(jsondecode(c.event_pattern))) > 0, false)])}."
+    error_message = "A consumer's event_pattern must be a non-empty JSON object, e.g. jsonencode({ source = [\"orders\"] }). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : key if c.event_pattern != null && !try(length(keys(jsondecode(c.event_pattern))) > 0, false)])}."
   }
 
   # EventBridge refuses a pattern field whose value is neither an array of
@@ -949,144 +949,144 @@ variable "consumers" {
   # to EventBridge.
   validation {
     condition = length(concat(
-      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
-      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
-      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
-      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
+      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
+      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
+      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
+      flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
     )) == 0
     error_message = format(
       "In an event_pattern every field's value must be an array of values or matchers (source = [\"orders\"], not source = \"orders\") or an object of nested fields. Invalid for: %s.",
       join(", ", concat(
-        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
-        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
-        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
-        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
+        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : "${key} (${join(".", [f1])})" if !(can(keys(v1)) || can(length(v1)) && !can(tostring(v1)))]]),
+        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : "${key} (${join(".", [f1, f2])})" if !(can(keys(v2)) || can(length(v2)) && !can(tostring(v2)))] if can(keys(v1))]]),
+        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : "${key} (${join(".", [f1, f2, f3])})" if !(can(keys(v3)) || can(length(v3)) && !can(tostring(v3)))] if can(keys(v2))] if can(keys(v1))]]),
+        flatten([for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : [for f1, v1 in try({ for field, value in jsondecode(c.event_pattern) : field => value if can(keys(jsondecode(c.event_pattern))) }, {}) : [for f2, v2 in v1 : [for f3, v3 in v2 : [for f4, v4 in v3 : "${key} (${join(".", [f1, f2, f3, f4])})" if !(can(keys(v4)) || can(length(v4)) && !can(tostring(v4)))] if can(keys(v3))] if can(keys(v2))] if can(keys(v1))]]),
       )),
     )
   }
 
   validation {
     condition = alltrue([
-      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
       c.filter_policy == null ? true : try(length(keys(jsondecode(c.filter_policy))) > 0, false)
     ])
-    error_message = "A consumer's filter_policy must be a non-empty JSON object on the message attributes event_type and source, e.g. jsonencode({ event_type = [\"OrderCreated\"] }). Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : key if c.filter_policy != null && !try(length(keys(jsondecode(c.filter_policy))) > 0, false)])}."
+    error_message = "A consumer's filter_policy must be a non-empty JSON object on the message attributes event_type and source, e.g. jsonencode({ event_type = [\"OrderCreated\"] }). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : key if c.filter_policy != null && !try(length(keys(jsondecode(c.filter_policy))) > 0, false)])}."
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.event_pattern == null || c.filter_policy == null])
-    error_message = "Set either event_pattern (publish_to = \"eventbridge\") or filter_policy (publish_to = \"sns\") on a consumer, not both. Both set on: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : key if c.event_pattern != null && c.filter_policy != null])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.event_pattern == null || c.filter_policy == null])
+    error_message = "Set either event_pattern (publish_to = \"eventbridge\") or filter_policy (publish_to = \"sns\") on a consumer, not both. Both set on: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : key if c.event_pattern != null && c.filter_policy != null])}."
   }
 
   # What publish_to needs; a consumer with both set has the message above.
   validation {
     condition = alltrue([
-      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
       c.event_pattern != null && c.filter_policy != null ? true : (var.publish_to != "eventbridge" ? c.filter_policy != null : c.event_pattern != null)
     ])
-    error_message = var.publish_to != "eventbridge" ? "With publish_to = \"${var.publish_to}\" every consumer needs a filter_policy (a JSON filter policy on the message attributes event_type and source) and no event_pattern. Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : key if c.filter_policy == null])}." : "With publish_to = \"eventbridge\" every consumer needs an event_pattern (a JSON EventBridge event pattern) and no filter_policy (that is for publish_to = \"sns\"). Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : key if c.event_pattern == null])}."
+    error_message = var.publish_to != "eventbridge" ? "With publish_to = \"${var.publish_to}\" every consumer needs a filter_policy (a JSON filter policy on the message attributes event_type and source) and no event_pattern. Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : key if c.filter_policy == null])}." : "With publish_to = \"eventbridge\" every consumer needs an event_pattern (a JSON EventBridge event pattern) and no filter_policy (that is for publish_to = \"sns\"). Invalid for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : key if c.event_pattern == null])}."
   }
 
   validation {
     condition = alltrue([
-      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
       c.function == null ? true : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", c.function.arn))
     ])
-    error_message = "A consumer's function.arn must be a Lambda function ARN (arn:<partition>:lambda:<region>:<account>:function:<name>, optionally :<alias or version>). Invalid for: ${join(", ", [for key, c in var.consumers : "${key} (\"${lookup(c.function, "arn", "")}\")" if(can(keys(c)) ? lookup(c, "function", null) : null) != null && !can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", try(c.function.arn, "")))])}."
+    error_message = format("A consumer's function.arn must be a Lambda function ARN (arn:<partition>:lambda:<region>:<account>:function:<name>, optionally :<alias or version>). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${jsonencode(try(c.function.arn, null))})" if c.function != null && !can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$", try(c.function.arn, "")))]))
   }
 
   validation {
     condition = alltrue([
-      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) :
-      try(c.function.role_name, null) == null ? true : can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name))
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
+      try(c.function.role_name == null, true) ? true : can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name))
     ])
-    error_message = "A consumer's function.role_name must be null or an IAM role NAME (1 to 64 of letters, digits and +=,.@_-), not an ARN. Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (\"${c.function.role_name}\")" if try(!can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name)) && c.function.role_name != null, false)])}."
+    error_message = format("A consumer's function.role_name must be null or an IAM role NAME (1 to 64 of letters, digits and +=,.@_-), not an ARN. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (\"${c.function.role_name}\")" if try(!can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", c.function.role_name)) && c.function.role_name != null, false)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds])
-    error_message = "A consumer's function_timeout_seconds must be a whole number of seconds from 1 to 900. Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.function_timeout_seconds})" if !(c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds + 0])
+    error_message = format("A consumer's function_timeout_seconds must be a whole number of seconds from 1 to 900. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.function_timeout_seconds})" if !(c.function_timeout_seconds >= 1 && c.function_timeout_seconds <= 900 && floor(c.function_timeout_seconds) == c.function_timeout_seconds + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb])
-    error_message = "A consumer's function_memory_size_mb must be a whole number of MB from 128 to 10240. Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.function_memory_size_mb})" if !(c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb + 0])
+    error_message = format("A consumer's function_memory_size_mb must be a whole number of MB from 128 to 10240. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.function_memory_size_mb})" if !(c.function_memory_size_mb >= 128 && c.function_memory_size_mb <= 10240 && floor(c.function_memory_size_mb) == c.function_memory_size_mb + 0)]))
   }
 
   validation {
     condition = alltrue([
-      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) :
-      c.visibility_timeout_seconds == null ? true : (c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds)
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
+      c.visibility_timeout_seconds == null ? true : (c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds + 0)
     ])
-    error_message = "A consumer's visibility_timeout_seconds must be null (6 x function_timeout_seconds) or a whole number of seconds up to 43200, the SQS maximum. Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.visibility_timeout_seconds})" if try(!(c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds), false)])}."
+    error_message = format("A consumer's visibility_timeout_seconds must be null (6 x function_timeout_seconds) or a whole number of seconds up to 43200, the SQS maximum. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.visibility_timeout_seconds})" if try(!(c.visibility_timeout_seconds <= 43200 && floor(c.visibility_timeout_seconds) == c.visibility_timeout_seconds + 0), false)]))
   }
 
   validation {
     condition = alltrue([
-      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) :
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
       c.visibility_timeout_seconds == null ? true : c.visibility_timeout_seconds >= 6 * c.function_timeout_seconds
     ])
-    error_message = "A consumer's visibility_timeout_seconds must be at least 6 x its function_timeout_seconds (AWS's recommendation for SQS event sources, so a message stays hidden while Lambda retries a throttled batch; Lambda refuses outright a mapping whose function timeout exceeds the visibility timeout). Too small for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.visibility_timeout_seconds} < 6 x ${c.function_timeout_seconds})" if try(c.visibility_timeout_seconds < 6 * c.function_timeout_seconds, false)])}. Leave it null to get 6 x function_timeout_seconds."
+    error_message = format("A consumer's visibility_timeout_seconds must be at least 6 x its function_timeout_seconds (AWS's recommendation for SQS event sources, so a message stays hidden while Lambda retries a throttled batch; Lambda refuses outright a mapping whose function timeout exceeds the visibility timeout). Too small for: %s. Leave it null to get 6 x function_timeout_seconds.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.visibility_timeout_seconds} < 6 x ${c.function_timeout_seconds})" if try(c.visibility_timeout_seconds < 6 * c.function_timeout_seconds, false)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds])
-    error_message = "A consumer's message_retention_seconds must be a whole number from 60 to 1209600 (14 days). Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.message_retention_seconds})" if !(c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds + 0])
+    error_message = format("A consumer's message_retention_seconds must be a whole number from 60 to 1209600 (14 days). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.message_retention_seconds})" if !(c.message_retention_seconds >= 60 && c.message_retention_seconds <= 1209600 && floor(c.message_retention_seconds) == c.message_retention_seconds + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count])
-    error_message = "A consumer's max_receive_count must be a whole number from 1 to 1000 (5 or more is recommended: a batch that fails for an unrelated reason counts a receive for every message in it). Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.max_receive_count})" if !(c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count + 0])
+    error_message = format("A consumer's max_receive_count must be a whole number from 1 to 1000 (5 or more is recommended: a batch that fails for an unrelated reason counts a receive for every message in it). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.max_receive_count})" if !(c.max_receive_count >= 1 && c.max_receive_count <= 1000 && floor(c.max_receive_count) == c.max_receive_count + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size])
-    error_message = "A consumer's batch_size must be a whole number from 1 to 10000. Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.batch_size})" if !(c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size + 0])
+    error_message = format("A consumer's batch_size must be a whole number from 1 to 10000. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.batch_size})" if !(c.batch_size >= 1 && c.batch_size <= 10000 && floor(c.batch_size) == c.batch_size + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds])
-    error_message = "A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300. Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.maximum_batching_window_in_seconds})" if !(c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds + 0])
+    error_message = format("A consumer's maximum_batching_window_in_seconds must be a whole number from 0 to 300. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if !(c.maximum_batching_window_in_seconds >= 0 && c.maximum_batching_window_in_seconds <= 300 && floor(c.maximum_batching_window_in_seconds) == c.maximum_batching_window_in_seconds + 0)]))
   }
 
   # Lambda's SQS parameters: "For FIFO queues, the maximum is 10" and "Batching
   # window is not supported for FIFO queues".
   validation {
-    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.batch_size <= 10])
-    error_message = "With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, whose event source mappings take a batch_size of at most 10. Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.batch_size})" if c.batch_size > 10])}."
+    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.batch_size <= 10])
+    error_message = format("With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, whose event source mappings take a batch_size of at most 10. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.batch_size})" if c.batch_size > 10]))
   }
 
   validation {
-    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.maximum_batching_window_in_seconds == 0])
-    error_message = "With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, on which Lambda supports no batching window: maximum_batching_window_in_seconds must be 0. Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.maximum_batching_window_in_seconds})" if c.maximum_batching_window_in_seconds != 0])}."
+    condition     = var.publish_to != "sns_fifo" || alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_batching_window_in_seconds + 0 == 0])
+    error_message = format("With publish_to = \"sns_fifo\" the consumer queues are FIFO queues, on which Lambda supports no batching window: maximum_batching_window_in_seconds must be 0. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_batching_window_in_seconds})" if c.maximum_batching_window_in_seconds + 0 != 0]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.batch_size <= 10 || c.maximum_batching_window_in_seconds >= 1])
-    error_message = "A consumer with batch_size above 10 needs maximum_batching_window_in_seconds of at least 1 (AWS's rule for SQS event sources). Needed for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : key if c.batch_size > 10 && c.maximum_batching_window_in_seconds < 1])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.batch_size <= 10 || c.maximum_batching_window_in_seconds >= 1])
+    error_message = "A consumer with batch_size above 10 needs maximum_batching_window_in_seconds of at least 1 (AWS's rule for SQS event sources). Needed for: ${join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : key if c.batch_size > 10 && c.maximum_batching_window_in_seconds < 1])}."
   }
 
   validation {
     condition = alltrue([
-      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) :
-      c.maximum_concurrency == null ? true : (c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency)
+      for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) :
+      c.maximum_concurrency == null ? true : (c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency + 0)
     ])
-    error_message = "A consumer's maximum_concurrency must be null (no limit) or a whole number from 2 to 1000 (AWS's range for SQS event sources). Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.maximum_concurrency})" if try(!(c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency), false)])}."
+    error_message = format("A consumer's maximum_concurrency must be null (no limit) or a whole number from 2 to 1000 (AWS's range for SQS event sources). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_concurrency})" if try(!(c.maximum_concurrency >= 2 && c.maximum_concurrency <= 1000 && floor(c.maximum_concurrency) == c.maximum_concurrency + 0), false)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds])
-    error_message = "A consumer's maximum_event_age_in_seconds must be a whole number from 60 to 86400 (EventBridge's range). Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.maximum_event_age_in_seconds})" if !(c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds + 0])
+    error_message = format("A consumer's maximum_event_age_in_seconds must be a whole number from 60 to 86400 (EventBridge's range). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_event_age_in_seconds})" if !(c.maximum_event_age_in_seconds >= 60 && c.maximum_event_age_in_seconds <= 86400 && floor(c.maximum_event_age_in_seconds) == c.maximum_event_age_in_seconds + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts])
-    error_message = "A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range). Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.maximum_retry_attempts})" if !(c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts + 0])
+    error_message = format("A consumer's maximum_retry_attempts must be a whole number from 0 to 185 (EventBridge's range). Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.maximum_retry_attempts})" if !(c.maximum_retry_attempts >= 0 && c.maximum_retry_attempts <= 185 && floor(c.maximum_retry_attempts) == c.maximum_retry_attempts + 0)]))
   }
 
   validation {
-    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] } }) : c.idempotency_expires_after_seconds == null ? true : (c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds)])
-    error_message = "A consumer's idempotency_expires_after_seconds must be null (derived, docs/seams.md) or a whole number of seconds. Invalid for: ${join(", ", [for key, c in zipmap(keys(var.consumers), [for key, c in var.consumers : zipmap(keys(local.consumer_defaults), [for k, d in local.consumer_defaults : (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k]])]) : "${key} (${c.idempotency_expires_after_seconds})" if try(!(c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds), false)])}."
+    condition     = alltrue([for c in values({ for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } }) : c.idempotency_expires_after_seconds == null ? true : (c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds + 0)])
+    error_message = format("A consumer's idempotency_expires_after_seconds must be null (derived, docs/seams.md) or a whole number of seconds. Invalid for: %s.", join(", ", [for key, c in { for key, c in var.consumers : key => { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] } } : "${key} (${c.idempotency_expires_after_seconds})" if try(!(c.idempotency_expires_after_seconds >= 1 && floor(c.idempotency_expires_after_seconds) == c.idempotency_expires_after_seconds + 0), false)]))
   }
 }
 
@@ -1124,8 +1124,8 @@ locals {
   # object type, as the declared map(object(...)) did.
   consumers = tomap({
     for key, c in var.consumers : key => merge(
-      { for k, d in local.consumer_defaults : k => (can(keys(c)) ? lookup(c, k, null) : null) == null ? d : c[k] },
-      { function = (can(keys(c)) ? lookup(c, "function", null) : null) == null ? null : { for k, d in local.consumer_function_defaults : k => (can(keys(c.function)) ? lookup(c.function, k, null) : null) == null ? d : c.function[k] } },
+      { for k, d in local.consumer_defaults : k => try(c[k] == null, true) ? d : c[k] },
+      { function = try(c.function == null, true) ? null : { for k, d in local.consumer_function_defaults : k => try(c.function[k] == null, true) ? d : c.function[k] } },
     )
   })
 }
@@ -1166,7 +1166,7 @@ locals {
   # var.idempotency_table with its defaults, as object({ optional(...) }) gave it: an
   # attribute set to null takes its default, one known only after apply leaves
   # the others known (a count may depend on them). The module reads this.
-  idempotency_table = { for k, d in local.idempotency_table_defaults : k => (can(keys(var.idempotency_table)) ? lookup(var.idempotency_table, k, null) : null) == null ? d : var.idempotency_table[k] }
+  idempotency_table = { for k, d in local.idempotency_table_defaults : k => try(var.idempotency_table[k] == null, true) ? d : var.idempotency_table[k] }
 }
 
 ################################################################################
@@ -1229,7 +1229,7 @@ variable "sweeper" {
   }
 
   validation {
-    condition = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => (can(keys(var.sweeper)) ? lookup(var.sweeper, k, null) : null) == null ? d : var.sweeper[k] }] : (
+    condition = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : (
       can(regex("^rate\\((1 (minute|hour|day)|([2-9]|[1-9][0-9]+) (minutes|hours|days))\\)$", sweeper.schedule_expression))
       || can(regex("^cron\\([^ ()]+( [^ ()]+){5}\\)$", sweeper.schedule_expression))
     )])
@@ -1237,27 +1237,27 @@ variable "sweeper" {
   }
 
   validation {
-    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => (can(keys(var.sweeper)) ? lookup(var.sweeper, k, null) : null) == null ? d : var.sweeper[k] }] : sweeper.min_age_seconds >= 60 && floor(sweeper.min_age_seconds) == sweeper.min_age_seconds])
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.min_age_seconds >= 60 && floor(sweeper.min_age_seconds) == sweeper.min_age_seconds + 0])
     error_message = "The sweeper.min_age_seconds must be a whole number of at least 60: younger items are still on their way through the stream, and sweeping them only duplicates events."
   }
 
   validation {
-    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => (can(keys(var.sweeper)) ? lookup(var.sweeper, k, null) : null) == null ? d : var.sweeper[k] }] : sweeper.max_items >= 1 && sweeper.max_items <= 10000 && floor(sweeper.max_items) == sweeper.max_items])
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.max_items >= 1 && sweeper.max_items <= 10000 && floor(sweeper.max_items) == sweeper.max_items + 0])
     error_message = "The sweeper.max_items must be a whole number from 1 to 10000."
   }
 
   validation {
-    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => (can(keys(var.sweeper)) ? lookup(var.sweeper, k, null) : null) == null ? d : var.sweeper[k] }] : sweeper.memory_size_mb >= 128 && sweeper.memory_size_mb <= 10240 && floor(sweeper.memory_size_mb) == sweeper.memory_size_mb])
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.memory_size_mb >= 128 && sweeper.memory_size_mb <= 10240 && floor(sweeper.memory_size_mb) == sweeper.memory_size_mb + 0])
     error_message = "The sweeper.memory_size_mb must be a whole number of MB from 128 to 10240."
   }
 
   validation {
-    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => (can(keys(var.sweeper)) ? lookup(var.sweeper, k, null) : null) == null ? d : var.sweeper[k] }] : sweeper.timeout_seconds >= 60 && sweeper.timeout_seconds <= 900 && floor(sweeper.timeout_seconds) == sweeper.timeout_seconds])
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : sweeper.timeout_seconds >= 60 && sweeper.timeout_seconds <= 900 && floor(sweeper.timeout_seconds) == sweeper.timeout_seconds + 0])
     error_message = "The sweeper.timeout_seconds must be a whole number of seconds from 60 to 900: the sweeper keeps its last 10 seconds for deleting what it published."
   }
 
   validation {
-    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => (can(keys(var.sweeper)) ? lookup(var.sweeper, k, null) : null) == null ? d : var.sweeper[k] }] : contains(["DEBUG", "INFO", "WARNING", "ERROR"], sweeper.log_level)])
+    condition     = alltrue([for sweeper in [{ for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }] : contains(["DEBUG", "INFO", "WARNING", "ERROR"], sweeper.log_level)])
     error_message = "The sweeper.log_level must be DEBUG, INFO, WARNING or ERROR."
   }
 }
@@ -1278,7 +1278,7 @@ locals {
   # var.sweeper with its defaults, as object({ optional(...) }) gave it: an
   # attribute set to null takes its default, one known only after apply leaves
   # the others known (a count may depend on them). The module reads this.
-  sweeper = { for k, d in local.sweeper_defaults : k => (can(keys(var.sweeper)) ? lookup(var.sweeper, k, null) : null) == null ? d : var.sweeper[k] }
+  sweeper = { for k, d in local.sweeper_defaults : k => try(var.sweeper[k] == null, true) ? d : var.sweeper[k] }
 }
 
 ################################################################################
@@ -1343,7 +1343,7 @@ variable "alarms" {
   }
 
   validation {
-    condition = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => (can(keys(var.alarms)) ? lookup(var.alarms, k, null) : null) == null ? d : var.alarms[k] }] : length(setsubtract(alarms.disabled, [
+    condition = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }] : length(setsubtract(alarms.disabled, [
       "publisher_iterator_age",
       "publisher_errors",
       "sweeper_errors",
@@ -1361,24 +1361,24 @@ variable "alarms" {
   }
 
   validation {
-    condition     = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => (can(keys(var.alarms)) ? lookup(var.alarms, k, null) : null) == null ? d : var.alarms[k] }] : length(alarms.actions) <= 5 && length(alarms.ok_actions) <= 5])
-    error_message = one([for alarms in [{ for k, d in local.alarms_defaults : k => (can(keys(var.alarms)) ? lookup(var.alarms, k, null) : null) == null ? d : var.alarms[k] }] : "The alarms.actions and alarms.ok_actions must each hold at most 5 ARNs (CloudWatch's limit); actions has ${length(alarms.actions)}, ok_actions ${length(alarms.ok_actions)}."])
+    condition     = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }] : length(alarms.actions) <= 5 && length(alarms.ok_actions) <= 5])
+    error_message = one([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }] : "The alarms.actions and alarms.ok_actions must each hold at most 5 ARNs (CloudWatch's limit); actions has ${length(alarms.actions)}, ok_actions ${length(alarms.ok_actions)}."])
   }
 
   # arn:<partition>:<service>:<region>:<account>:<resource>; the account field is
   # "ec2" in EC2 actions (arn:aws:automate:<region>:ec2:stop).
   validation {
-    condition     = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => (can(keys(var.alarms)) ? lookup(var.alarms, k, null) : null) == null ? d : var.alarms[k] }] : alltrue([for arn in concat(alarms.actions, alarms.ok_actions) : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])])
-    error_message = one([for alarms in [{ for k, d in local.alarms_defaults : k => (can(keys(var.alarms)) ? lookup(var.alarms, k, null) : null) == null ? d : var.alarms[k] }] : "Malformed ARN in alarms.actions or alarms.ok_actions: ${join(", ", [for arn in concat(alarms.actions, alarms.ok_actions) : "\"${arn}\"" if !can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])}. An action is an ARN, arn:<partition>:<service>:<region>:<account>:<resource>, e.g. arn:aws:sns:eu-west-1:111122223333:alerts."])
+    condition     = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }] : alltrue([for arn in concat(tolist(alarms.actions), tolist(alarms.ok_actions)) : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])])
+    error_message = one([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }] : "Malformed ARN in alarms.actions or alarms.ok_actions: ${join(", ", [for arn in concat(tolist(alarms.actions), tolist(alarms.ok_actions)) : "\"${arn}\"" if !can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:[^:\\s].*$", arn))])}. An action is an ARN, arn:<partition>:<service>:<region>:<account>:<resource>, e.g. arn:aws:sns:eu-west-1:111122223333:alerts."])
   }
 
   validation {
-    condition     = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => (can(keys(var.alarms)) ? lookup(var.alarms, k, null) : null) == null ? d : var.alarms[k] }] : alarms.period_seconds >= 60 && alarms.period_seconds <= 86400 && alarms.period_seconds % 60 == 0])
+    condition     = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }] : alarms.period_seconds >= 60 && alarms.period_seconds <= 86400 && alarms.period_seconds % 60 == 0])
     error_message = "The alarms.period_seconds must be a multiple of 60 from 60 to 86400."
   }
 
   validation {
-    condition = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => (can(keys(var.alarms)) ? lookup(var.alarms, k, null) : null) == null ? d : var.alarms[k] }] : alltrue([
+    condition = alltrue([for alarms in [{ for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }] : alltrue([
       alarms.publisher_iterator_age_threshold_ms >= 0,
       alarms.publisher_errors_threshold >= 0,
       alarms.sweeper_errors_threshold >= 0,
@@ -1408,5 +1408,5 @@ locals {
   # var.alarms with its defaults, as object({ optional(...) }) gave it: an
   # attribute set to null takes its default, one known only after apply leaves
   # the others known (a count may depend on them). The module reads this.
-  alarms = { for k, d in local.alarms_defaults : k => (can(keys(var.alarms)) ? lookup(var.alarms, k, null) : null) == null ? d : var.alarms[k] }
+  alarms = { for k, d in local.alarms_defaults : k => try(var.alarms[k] == null, true) ? d : var.alarms[k] }
 }

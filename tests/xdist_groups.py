@@ -44,6 +44,7 @@ WHOLE_MODULES = (
     "tests/reliability/test_ordered_per_subject.py",  # ordered_run: one faulty run, 4 checks
     "tests/unit/test_typing.py",  # mypy's cache directory
     "tests/terraform/test_validate_messages.py",  # the cases' root module, initialised once
+    "tests/terraform/test_wrong_kind_messages.py",  # the cases' root module, validated once
     "tests/terraform/test_live_flow_on_emulator.py",  # facts: one live_flow.py run
     "tests/terraform/test_live_switch_on_emulator.py",  # facts: one live_flow.py run
 )
