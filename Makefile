@@ -72,8 +72,8 @@ test-python: $(STAMP) ## unit and functional tests (moto in-process)
 test-terraform: $(STAMP) ## validate, terraform test (mock provider) and an apply on a moto server
 	$(PY) -m pytest tests/terraform
 
-test-slow: $(STAMP) ## the runs marked slow, left out of make test's 5-minute budget (the transport switch by its runbook, events flowing, on the emulator: ~4 min)
-	$(PY) -m pytest -m slow -v tests/terraform
+test-slow: $(STAMP) $(CHECKOV_STAMP) ## the runs marked slow, outside make test's 5-minute budget (the transport switch with events flowing, examples/complete and examples/sns_fifo applied, checkov); .ci/run runs them after make test
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m slow -n 4 --dist loadscope -v
 
 e2e: $(STAMP) ## REAL AWS (billable): apply tests/e2e/stack, an order and a poison message through it, destroy; needs OUTBOX_E2E=1 and credentials
 	$(PY) -m pytest tests/e2e -m e2e -v

@@ -61,16 +61,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return scheduler(config, log) if allowed("pytest-xdist", _SCHEDULER) else None
 
 
-#: What ``-m "not slow"`` (pytest.ini) leaves out of ``make test``, named in the
-#: session header and summary so that nobody reads the run as covering them.
-SLOW_MODULES = ("tests/terraform/test_live_switch_on_emulator.py",)
+#: What ``-m "not slow"`` (pytest.ini) leaves out of ``make test`` (node-id
+#: prefixes), named in the session header and summary so that nobody reads the
+#: run as covering them. ``make test-slow`` runs them, and .ci/run runs both.
+SLOW = (
+    "tests/terraform/test_live_switch_on_emulator.py",
+    "tests/terraform/test_examples_on_emulator.py::test_complete_example_applies_and_destroys_cleanly",
+    "tests/terraform/test_examples_on_emulator.py::test_sns_fifo_example_applies_and_destroys_cleanly",
+    "tests/security/test_checkov.py::test_checkov_finds_no_failed_check",
+)
 
 
 def _slow_left_out(config: pytest.Config) -> list[str]:
     expression = config.getoption("markexpr", "") or ""
     if "not slow" not in expression:
         return []
-    return [f"NOT RUN (marked slow, `make test-slow` runs it): {module}" for module in SLOW_MODULES]
+    return [f"NOT RUN (marked slow, `make test-slow` runs it): {prefix}" for prefix in SLOW]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -40,6 +40,7 @@ def _summaries(report: Any) -> list[dict[str, Any]]:
     return [entry.get("summary", {}) for entry in reports]
 
 
+@pytest.mark.slow
 def test_checkov_finds_no_failed_check() -> None:
     if not CHECKOV.exists():
         pytest.fail(f"{CHECKOV} is missing: run `make checkov-venv`")

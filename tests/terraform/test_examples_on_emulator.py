@@ -192,6 +192,7 @@ def test_existing_table_example_destroys_cleanly(existing_table_stack: ExampleSt
     assert stack.resources_in_state() == []
 
 
+@pytest.mark.slow
 def test_complete_example_applies_and_destroys_cleanly(
     tf_env: dict[str, str], moto_server: str, tmp_path: Path
 ) -> None:
@@ -335,6 +336,7 @@ def _published_in_order_per_subject(moto_server: str, outputs: dict[str, Any]) -
     assert of_subject(audit, "ORDER#1") == [created, paid, shipped]
 
 
+@pytest.mark.slow
 def test_sns_fifo_example_applies_and_destroys_cleanly(
     tf_env: dict[str, str], moto_server: str, tmp_path: Path
 ) -> None:
