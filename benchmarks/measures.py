@@ -25,7 +25,7 @@ from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
-from dynamodb_outbox.writer import item_size, serialize_item
+from dynamodb_outbox.writer._attribute_values import item_size, serialize_item
 from tests.support.moto_tables import create_outbox_table
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,7 +28,6 @@ from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sizes import QUEUE_MAX_MESSAGE_BYTES
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import (
-    MAX_TRANSACTION_ACTIONS,
     EventTooLarge,
     InvalidWrite,
     ItemTooLarge,
@@ -37,6 +36,7 @@ from dynamodb_outbox.writer import (
     TransactionTooLarge,
     put_action,
 )
+from dynamodb_outbox.writer._limits import MAX_TRANSACTION_ACTIONS
 from tests.factories import make_envelope, sequence_numbers, stream_record
 from tests.functional.consumer_fixtures import eventbridge_body, sqs_event, sqs_record
 from tests.reliability.pipeline import (
