@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONSUMER_SENDER_ENVIRONMENT",
+    "DEFAULT_EXPIRES_AFTER_SECONDS",
     "DEFAULT_METRICS_NAMESPACE",
     "ENV_ADOPTED_REGIONS",
     "ENV_ADOPT_AFTER_SECONDS",
@@ -97,6 +98,15 @@ ENV_AWS_REGION: Final = "AWS_REGION"
 # The reference consumer.
 ENV_IDEMPOTENCY_TABLE: Final = "OUTBOX_IDEMPOTENCY_TABLE"
 ENV_EXPIRES_AFTER_SECONDS: Final = "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"
+
+#: The idempotency window when neither ``expires_after_seconds`` nor
+#: ``$OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`` gives one. Behind the module
+#: the window is derived from every place a copy of an event can still come
+#: from (modules/windows, docs/seams.md "Windows": 20 days with its defaults)
+#: and given to each consumer in its environment; this default is only for a
+#: consumer fed some other way, and is too short for a queue whose DLQ keeps
+#: messages 14 days. The consumer and the sequence tracker both read it here.
+DEFAULT_EXPIRES_AFTER_SECONDS: Final = 7 * 24 * 60 * 60
 ENV_CONSUMER_NAME: Final = "OUTBOX_CONSUMER_NAME"
 
 # Every consumer (dynamodb_outbox.sender_checks): the sender its messages must

@@ -402,5 +402,5 @@ RECORD_FAILURES: dict[str, Any] = {
     "MemoryError": MemoryError,
 }
 
-#: What ends the batch instead (:data:`dynamodb_outbox._consumer_errors.PROCESS_ENDING`).
+#: What ends the batch instead (:data:`dynamodb_outbox.consumer._errors.PROCESS_ENDING`).
 BATCH_ENDING: dict[str, Any] = {"KeyboardInterrupt": KeyboardInterrupt}

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 import dynamodb_outbox
-from dynamodb_outbox import consumer, sizes
+from dynamodb_outbox import sizes
+from dynamodb_outbox.consumer import _processing as consumer_processing
 from dynamodb_outbox.envelope import (
     DEFAULT_PENDING_SHARDS,
     MAX_PENDING_SHARDS,
@@ -236,7 +237,7 @@ def test_fifo_is_told_by_the_name_suffix_alone(value: object, fifo: bool) -> Non
 
 
 def test_the_consumer_and_the_sinks_tell_fifo_by_the_one_test() -> None:
-    assert consumer.is_fifo is sizes.is_fifo
+    assert consumer_processing.is_fifo is sizes.is_fifo
     assert SnsSink(object(), FIFO_TOPIC).fifo  # type: ignore[arg-type]
     assert not SnsSink(object(), TOPIC).fifo  # type: ignore[arg-type]
 
@@ -372,7 +373,7 @@ def test_only_the_clock_reads_the_invocations_remaining_time() -> None:
     # consumer's check before it hands the context to Powertools.
     assert _where(_is_text_with("get_remaining_time_in_millis")) == {
         "_clock.py": 1,
-        "consumer.py": 2,
+        "consumer/_processing.py": 2,
     }
 
 

@@ -27,7 +27,7 @@ _POWERTOOLS_CLOCKS = (
     "aws_lambda_powertools.utilities.idempotency.persistence.dynamodb.dt",
     "aws_lambda_powertools.utilities.idempotency.persistence.datarecord.dt",
 )
-_TOOLKIT_TIME = "dynamodb_outbox.consumer.time"
+_TOOLKIT_TIME = "dynamodb_outbox.consumer._processing.time"
 
 
 def _datetime_reading(clock: VirtualClock) -> type[_dt.datetime]:

@@ -74,3 +74,11 @@ __all__ = [
     "put_action",
     "update_action",
 ]
+
+# The public names say where to import them from (as httpx does): tracebacks,
+# reprs and pickles name dynamodb_outbox.writer, not the private module they live in.
+for _name in __all__:
+    _value = globals()[_name]
+    if isinstance(_value, type) or hasattr(_value, "__code__"):
+        _value.__module__ = __name__
+del _name, _value
