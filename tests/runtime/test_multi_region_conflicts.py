@@ -35,7 +35,7 @@ from dynamodb_outbox.envelope import (
 )
 from dynamodb_outbox.local import LocalRuntime, VirtualClock
 from dynamodb_outbox.local.replication import GlobalTableReplication
-from dynamodb_outbox.ops.common import Context
+from dynamodb_outbox.ops._context import Context
 from dynamodb_outbox.ops.release import release_item
 from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
 from dynamodb_outbox.publishing import OutboxCandidate, PublishDependencies, publish_outbox_items

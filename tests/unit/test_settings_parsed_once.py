@@ -30,7 +30,8 @@ from dynamodb_outbox.envelope import (
     shard_count,
     writers_shard_count,
 )
-from dynamodb_outbox.ops.common import OpsError, check_topic_arn
+from dynamodb_outbox.ops._arns import check_topic_arn
+from dynamodb_outbox.ops._errors import OpsError
 from dynamodb_outbox.pending_index import shard_keys
 from dynamodb_outbox.sender_checks import ExpectedSender, expected_sender_from_environment
 from dynamodb_outbox.settings import (
