@@ -162,11 +162,11 @@ def pending_shards_from_environment(environ: Mapping[str, str]) -> int:
     """``OUTBOX_PENDING_SHARDS``, which may only repeat the one shard count.
 
     The writer always spreads pending items over
-    :data:`~dynamodb_outbox.envelope.DEFAULT_PENDING_SHARDS` shards; a sweeper
+    :data:`~dynamodb_outbox.outbox_item.DEFAULT_PENDING_SHARDS` shards; a sweeper
     or ``outbox-ops`` reading another count would miss items, so it is refused
-    (:func:`~dynamodb_outbox.envelope.writers_shard_count`).
+    (:func:`~dynamodb_outbox.outbox_item.writers_shard_count`).
     """
-    from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, writers_shard_count
+    from dynamodb_outbox.outbox_item import DEFAULT_PENDING_SHARDS, writers_shard_count
 
     text = environ.get(ENV_PENDING_SHARDS, "").strip()
     if not text:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.outbox_item import (
     ATTR_ENVELOPE,
     ATTR_EVENT_TYPE,
     ATTR_PENDING_SHARD,

@@ -19,8 +19,8 @@ import pytest
 
 from dynamodb_outbox import settings
 from dynamodb_outbox.consumer._idempotency import idempotency_key_prefix
-from dynamodb_outbox.envelope import ATTR_PENDING_SHARD, OUTBOX_SK_PREFIX
 from dynamodb_outbox.ledger import LEDGER_KEY_PREFIX
+from dynamodb_outbox.outbox_item import ATTR_PENDING_SHARD, OUTBOX_SK_PREFIX
 from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
 from dynamodb_outbox.sequence_check import SEQUENCE_KEY_PREFIX, sequence_key
 from dynamodb_outbox.settings import DEFAULT_METRICS_NAMESPACE

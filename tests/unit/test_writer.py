@@ -21,11 +21,11 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+from dynamodb_outbox.outbox_item import (
     DEFAULT_PENDING_SHARDS,
-    Envelope,
-    InvalidEnvelope,
     outbox_item,
+    outbox_sk,
     pending_shard,
 )
 from dynamodb_outbox.sinks import rules_for
@@ -223,8 +223,8 @@ def test_write_sends_one_transaction_with_the_entity_put_then_one_outbox_put_per
     assert all(item["Put"]["TableName"] == TABLE for item in items)
     assert items[0]["Put"]["Item"]["SK"] == {"S": "META"}
     assert [item["Put"]["Item"]["SK"]["S"] for item in items[1:]] == [
-        placed.outbox_sk,
-        reserved.outbox_sk,
+        outbox_sk(placed.id),
+        outbox_sk(reserved.id),
     ]
 
 
@@ -506,7 +506,7 @@ def test_write_events_writes_outbox_items_next_to_an_updated_entity(
 
     # THEN the transaction is the outbox Put plus the Update, no entity Put
     items = client.items
-    assert items[0]["Put"]["Item"]["SK"] == {"S": shipped.outbox_sk}
+    assert items[0]["Put"]["Item"]["SK"] == {"S": outbox_sk(shipped.id)}
     assert items[0]["Put"]["Item"]["PK"] == {"S": "ORDER#1"}
     assert items[1]["Update"]["TableName"] == TABLE
     assert result.event_ids == (shipped.id,)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
+from dynamodb_outbox.outbox_item import OUTBOX_SK_PREFIX
 from dynamodb_outbox.pending_index import ulid_time
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from dynamodb_outbox.envelope import ATTR_PENDING_SHARD, OUTBOX_SK_PREFIX
 from dynamodb_outbox.ops._context import AttributeMap, Context
 from dynamodb_outbox.ops._errors import EXIT_INCOMPLETE, OpsError
+from dynamodb_outbox.outbox_item import ATTR_PENDING_SHARD, OUTBOX_SK_PREFIX
 from dynamodb_outbox.pending_index import (
     BATCH_GET_MAX_KEYS,
     DEFAULT_READ_RETRIES,

@@ -24,7 +24,6 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox._clock import utc_now
-from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, writers_shard_count
 from dynamodb_outbox.ops import adopt, pending, redrive, release, replay, replay_archive
 from dynamodb_outbox.ops._context import ClientFactory, Context, Report
 from dynamodb_outbox.ops._errors import (
@@ -34,6 +33,7 @@ from dynamodb_outbox.ops._errors import (
     error_code,
     explain,
 )
+from dynamodb_outbox.outbox_item import DEFAULT_PENDING_SHARDS, writers_shard_count
 from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
 from dynamodb_outbox.settings import (
     ENV_PARTITION_KEY,

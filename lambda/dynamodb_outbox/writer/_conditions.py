@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypedDict
 
-from dynamodb_outbox.envelope import ATTR_PK
+from dynamodb_outbox.outbox_item import ATTR_PK
 from dynamodb_outbox.writer._attribute_values import serialize_item, serialize_value
 from dynamodb_outbox.writer._errors import InvalidWrite
 

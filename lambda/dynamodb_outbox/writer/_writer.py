@@ -60,17 +60,17 @@ from botocore.exceptions import ClientError
 
 from dynamodb_outbox import trace_context
 from dynamodb_outbox._clock import iso_milliseconds
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
+from dynamodb_outbox.outbox_item import (
     ATTR_PK,
     ATTR_SK,
     DEFAULT_PENDING_SHARDS,
     OUTBOX_SK_PREFIX,
-    Envelope,
-    InvalidEnvelope,
     outbox_item,
+    outbox_sk,
     writers_shard_count,
 )
-from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
 from dynamodb_outbox.regions import RegionScope
 from dynamodb_outbox.settings import (
@@ -131,7 +131,7 @@ class OutboxWriter:
     construction, so building a writer at import time costs nothing and needs
     no credentials; threads sharing the writer share that one client.
     ``pending_shards`` is not a setting: the pending index has
-    :data:`~dynamodb_outbox.envelope.DEFAULT_PENDING_SHARDS` shards, which the
+    :data:`~dynamodb_outbox.outbox_item.DEFAULT_PENDING_SHARDS` shards, which the
     sweeper reads, and any other value is refused (kept for callers that pass it).
     ``partition_key`` and ``sort_key`` name the table's key attributes (both
     strings), ``PK`` and ``SK`` by default: the module's ``table.partition_key``
@@ -482,7 +482,7 @@ class OutboxWriter:
         return WriteResult(
             pk=pk,
             event_ids=tuple(envelope.id for envelope in envelopes),
-            outbox_sks=tuple(envelope.outbox_sk for envelope in envelopes),
+            outbox_sks=tuple(outbox_sk(envelope.id) for envelope in envelopes),
             action_count=len(actions),
         )
 
