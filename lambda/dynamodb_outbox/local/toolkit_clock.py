@@ -21,6 +21,8 @@ from unittest import mock
 
 from .clock import VirtualClock
 
+__all__ = ["toolkit_follows"]
+
 _POWERTOOLS_CLOCKS = (
     "aws_lambda_powertools.utilities.idempotency.base.dt",
     "aws_lambda_powertools.utilities.idempotency.persistence.base.dt",
