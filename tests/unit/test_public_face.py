@@ -124,3 +124,16 @@ def test_the_core_never_imports_a_wing() -> None:
                 names = [alias.name for alias in node.names]
             offenders += [f"{relative}: {name}" for name in names if name.startswith(WINGS)]
     assert offenders == []
+
+
+def test_the_documented_packages_keep_their_pieces_in_private_modules() -> None:
+    # writer/ and consumer/: one face (__init__), every piece behind a leading "_".
+    public_pieces = []
+    for module_name in documented_faces():
+        module = importlib.import_module(module_name)
+        if module_name == "dynamodb_outbox" or not hasattr(module, "__path__"):
+            continue
+        for path in sorted(Path(module.__path__[0]).glob("*.py")):
+            if path.name != "__init__.py" and not path.name.startswith("_"):
+                public_pieces.append(f"{module_name}.{path.stem}")
+    assert public_pieces == []
