@@ -79,6 +79,10 @@ __all__ = [
 # reprs and pickles name dynamodb_outbox.writer, not the private module they live in.
 for _name in __all__:
     _value = globals()[_name]
-    if isinstance(_value, type) or hasattr(_value, "__code__"):
+    # Not a class with annotations: typing.get_type_hints() reads them in the
+    # namespace of the class's __module__, which must stay the defining one.
+    if hasattr(_value, "__code__") or (
+        isinstance(_value, type) and not vars(_value).get("__annotations__")
+    ):
         _value.__module__ = __name__
 del _name, _value
