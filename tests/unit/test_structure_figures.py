@@ -52,3 +52,9 @@ def test_units_that_import_each_other_through_a_third_are_a_cycle(tmp_path: Path
 
     assert found["cycles"] == [["pkg.a", "pkg.b", "pkg.c"]]
     assert found["import_arrows"] == 4
+
+
+def test_the_package_has_no_import_cycle_between_its_units() -> None:
+    # The README's Layout section states 0: a unit importing one that imports it
+    # back (lazily or not) would make the two one concern in two files.
+    assert figures()["cycles"] == []
