@@ -275,28 +275,21 @@ class Envelope:
         (no NaN or infinities) and no character SQS refuses anywhere in
         ``text``. Raises :class:`InvalidEnvelope` where the constructor would.
         """
-        try:
-            data = _STORED_DECODER.decode(text)
-        except InvalidEnvelope:
-            raise
-        except RecursionError:
-            raise InvalidEnvelope(
-                f"envelope JSON nests deeper than {MAX_NESTING_DEPTH} levels"
-            ) from None
-        except (ValueError, TypeError) as exc:
-            raise InvalidEnvelope(f"envelope is not valid JSON: {exc}") from exc
+        data = _decode_stored(text)
         envelope = cls.__new__(cls)
         # A frozen dataclass keeps its fields in __dict__: set them without
         # __post_init__, whose snapshot and re-encoding the stored text makes moot.
-        vars(envelope).update(_fields_of(data), _json=text)
+        fields = _fields_of(data)
+        vars(envelope).update(fields, _json=text)
         if not data.keys() <= _KNOWN_NAMES:
             _check_extension_names(data)  # sent too: consumers read the body's members
-        _validate_fields(envelope)
+        if not _plain_fields(fields):
+            _validate_fields(envelope)  # says which field, and why
         # The text's own nesting, not the data's: all of it is sent (an unknown
         # extension, the value of a duplicate key the parse dropped).
         if text.count("{") + text.count("[") > MAX_NESTING_DEPTH:
             _check_text_depth(text)  # only then can it nest too deep
-        vars(envelope)["_utc_time"] = _utc_time_of(envelope.time)
+        vars(envelope)["_utc_time"] = _utc_time_of(fields["time"])
         _check_deliverable(text)
         return envelope
 
@@ -378,6 +371,54 @@ def _finite_float(text: str) -> float:
 _STORED_DECODER: Final = json.JSONDecoder(
     parse_constant=_refuse_constant, parse_float=_finite_float
 )
+
+# The decoder's C scanner, called as is: the whole text is one value (the writer's
+# compact JSON); anything else (blanks around it, extra data, no JSON at all)
+# goes through the full decode, which says what is wrong.
+_SCAN_STORED: Final = _STORED_DECODER.scan_once
+
+
+def _decode_stored(text: str) -> Any:
+    """The value of the JSON text ``text``, or :class:`InvalidEnvelope` saying why not."""
+    try:
+        try:
+            data, end = _SCAN_STORED(text, 0)
+        except StopIteration:
+            end = -1
+        if end != len(text):
+            data = _STORED_DECODER.decode(text)
+    except InvalidEnvelope:
+        raise
+    except RecursionError:
+        raise InvalidEnvelope(
+            f"envelope JSON nests deeper than {MAX_NESTING_DEPTH} levels"
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise InvalidEnvelope(f"envelope is not valid JSON: {exc}") from exc
+    return data
+
+
+def _plain_fields(fields: Mapping[str, Any]) -> bool:
+    """What :func:`_validate_fields` accepts, told in one pass over the parsed values.
+
+    True only when that check would pass; False sends the envelope through it
+    for the message.
+    """
+    for name in ("id", "type", "source", "time", "subject"):
+        value = fields[name]
+        if type(value) is not str or not value:
+            return False
+    for name in ("dataschema", "correlation_id", "traceparent", "tracestate"):
+        value = fields[name]
+        if value is not None and (type(value) is not str or not value):
+            return False
+    sequence = fields["sequence"]
+    return (
+        is_canonical_event_id(fields["id"])
+        and type(fields["data"]) is dict
+        and (sequence is None or 1 <= sequence <= MAX_SEQUENCE)
+    )
+
 
 # An undeliverable character, or an escape that could stand for one; a surrogate
 # pair is fine once decoded, hence the exact check after an escape is found.

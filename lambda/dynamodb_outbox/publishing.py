@@ -300,26 +300,13 @@ def _plan_or_raise(candidate: OutboxCandidate, sink: Sink, table_keys: TableKeys
         return poison(f"invalid envelope: {exc}")
     if OUTBOX_SK_PREFIX + envelope.id != sk:
         return poison(f"envelope id {envelope.id!r} does not match sort key {sk!r}")
-    event = OutboundEvent.of(envelope, body)
-    rules = sink.rules
+    event = OutboundEvent(envelope, body, envelope.utc_time)
     try:
-        size = rules.entry_size(event)
+        size, why_not = sink.rules.check(event)  # sizes and fields, each checked once
     except UnicodeEncodeError as exc:  # a lone surrogate: no sink can ever send it
         return poison(f"envelope is not encodable as UTF-8: {exc}")
-    if size > rules.max_request_bytes:
-        return poison(
-            f"event too large for {rules.name}: {size} bytes, limit {rules.max_request_bytes}"
-        )
-    delivered = rules.delivery_size(event)
-    if delivered > rules.max_delivery_bytes:
-        # Sent, it would be lost between the bus or topic and the queue.
-        return poison(
-            f"event too large for the consumer queues after {rules.name}: up to {delivered} "
-            f"bytes delivered, limit {rules.max_delivery_bytes}"
-        )
-    refusal = rules.refusal(event)
-    if refusal is not None:
-        return poison(f"{rules.name} cannot take it: {refusal}")
+    if why_not is not None:
+        return poison(why_not)
     return _Publish(candidate, event, size)
 
 
