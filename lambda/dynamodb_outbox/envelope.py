@@ -64,7 +64,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from dynamodb_outbox._clock import iso_milliseconds, utc_now
 from dynamodb_outbox.event_ids import (
@@ -300,7 +300,7 @@ class Envelope:
 
 def _fields_of(data: Any) -> dict[str, Any]:
     """The constructor's arguments for a CloudEvents 1.0 JSON event (extensions it knows)."""
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):  # a dict, told first
         raise InvalidEnvelope(f"envelope must be a JSON object, got {type(data).__name__}")
     if not data.keys() >= _REQUIRED_SET:
         missing = [name for name in _REQUIRED_FIELDS if name not in data]
@@ -375,7 +375,8 @@ _STORED_DECODER: Final = json.JSONDecoder(
 # The decoder's C scanner, called as is: the whole text is one value (the writer's
 # compact JSON); anything else (blanks around it, extra data, no JSON at all)
 # goes through the full decode, which says what is wrong.
-_SCAN_STORED: Final = _STORED_DECODER.scan_once
+# (JSONDecoder.__init__ sets scan_once, json/decoder.py; typeshed leaves it out.)
+_SCAN_STORED: Final[Callable[[str, int], tuple[Any, int]]] = cast(Any, _STORED_DECODER).scan_once
 
 
 def _decode_stored(text: str) -> Any:

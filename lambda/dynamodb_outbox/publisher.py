@@ -41,6 +41,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from functools import cache
+from types import MappingProxyType
 from typing import Final, NamedTuple
 
 import boto3
@@ -65,7 +66,6 @@ from dynamodb_outbox.publishing import (
     PublishResult,
     describe_error,
     logger,
-    lookup,
     publish_outbox_items,
     string_attribute,
 )
@@ -148,13 +148,6 @@ class _Unreadable(NamedTuple):
     why: str
 
 
-def _key(keys: object, table_keys: TableKeys) -> AttributeMap | None:
-    pk, sk = lookup(keys, table_keys.partition), lookup(keys, table_keys.sort)
-    if not isinstance(pk, Mapping) or not isinstance(sk, Mapping):
-        return None
-    return {table_keys.partition: dict(pk), table_keys.sort: dict(sk)}
-
-
 def _read_stream_record(
     position: int, record: object, table_keys: TableKeys, scope: RegionScope = SINGLE_REGION
 ) -> _Skip | _Unreadable | OutboxCandidate:
@@ -164,40 +157,55 @@ def _read_stream_record(
         return _Unreadable(position, None, f"record cannot be read: {describe_error(exc)}")
 
 
+_NO_MEMBERS: Final[Mapping[str, object]] = MappingProxyType({})
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    """``value`` if it is a mapping, else an empty one: each member then reads as None."""
+    # A dict first: an isinstance check against the Mapping ABC costs several
+    # times as much, and every record is read here, one .get per member.
+    if type(value) is dict or isinstance(value, Mapping):
+        return value
+    return _NO_MEMBERS
+
+
 def _stream_candidate(
     position: int, record: object, table_keys: TableKeys, scope: RegionScope = SINGLE_REGION
 ) -> _Skip | _Unreadable | OutboxCandidate:
-    stream = lookup(record, "dynamodb")
-    sequence = lookup(stream, "SequenceNumber")
-    sequence_number = sequence if isinstance(sequence, str) and sequence else None
-    if lookup(record, "eventName") != "INSERT":
+    fields = _mapping(record)
+    stream = _mapping(fields.get("dynamodb"))
+    sequence = stream.get("SequenceNumber")
+    sequence_number = sequence if type(sequence) is str and sequence else None
+    if fields.get("eventName") != "INSERT":
         return _Skip(position, sequence_number)
-    keys = lookup(stream, "Keys")
-    if not isinstance(keys, Mapping):
+    keys = stream.get("Keys")
+    if not (type(keys) is dict or isinstance(keys, Mapping)):
         return _Unreadable(position, sequence_number, "record has no dynamodb.Keys")
-    sk = string_attribute(keys, table_keys.sort)
-    if sk is None or not sk.startswith(OUTBOX_SK_PREFIX):
+    pk, sort_value = keys.get(table_keys.partition), _mapping(keys.get(table_keys.sort))
+    sk = sort_value.get("S")
+    if type(sk) is not str or not sk.startswith(OUTBOX_SK_PREFIX):
         return _Skip(position, sequence_number)
-    key = _key(keys, table_keys)
-    if key is None:
+    if not isinstance(pk, Mapping):
         return _Unreadable(
             position, sequence_number, f"outbox record {sk!r} has no {table_keys.partition} key"
         )
-    image = lookup(stream, "NewImage")
-    if not scope.takes(image if isinstance(image, Mapping) else None):
+    image = stream.get("NewImage")
+    if not (type(image) is dict or isinstance(image, Mapping)):
+        image = None
+    if not scope.takes(image):
         # Multi-region: written in (stamped by) another region, which publishes it;
         # its replicated INSERT reaches this region's stream too. The mapping's
         # filter drops it first (main.tf); this is the check in code.
         return _Skip(position, sequence_number)
-    if string_attribute(image, ATTR_STATUS) == STATUS_QUARANTINED:
+    if image is not None and _mapping(image.get(ATTR_STATUS)).get("S") == STATUS_QUARANTINED:
         # An INSERT of a quarantined item: only a global table's last writer wins
         # makes one (a quarantine in another region later than this region's delete,
         # which followed the publication). Kept, as every quarantined item is:
         # never re-published without a release (pending_index.is_pending).
         return _Skip(position, sequence_number)
     return OutboxCandidate(
-        key=key,
-        item=image if isinstance(image, Mapping) else None,
+        key={table_keys.partition: dict(pk), table_keys.sort: dict(sort_value)},
+        item=image,
         position=position,
         checkpoint=sequence_number,
     )

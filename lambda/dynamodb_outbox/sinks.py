@@ -151,6 +151,7 @@ def _has_long_digit_run(text: str) -> bool:
     """Whether ``text`` holds 19 ASCII digits in a row."""
     return _NINETEEN_DIGITS in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZEROS)
 
+
 # The per-entry codes that say the entry itself is malformed: quarantined.
 # AccessDeniedException, InvalidAccountIdException and the two
 # NotAuthorizedFor... codes, which AWS also calls non-retryable, describe the
@@ -263,6 +264,9 @@ class EntryResult(NamedTuple):
     @property
     def ok(self) -> bool:
         return self.error_code is None
+
+
+_ACCEPTED: Final = EntryResult()
 
 
 class SinkError(Exception):
@@ -677,6 +681,8 @@ class EventBridgeSink:
 
     @staticmethod
     def _result(entry: object) -> EntryResult:
+        if type(entry) is dict and "ErrorCode" not in entry:
+            return _ACCEPTED  # the common answer, told without the Mapping ABC
         code = entry.get("ErrorCode") if isinstance(entry, Mapping) else "MalformedResponse"
         if not code:
             return EntryResult()
