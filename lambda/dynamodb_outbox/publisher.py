@@ -82,6 +82,7 @@ from dynamodb_outbox.settings import (
 from dynamodb_outbox.sinks import (
     EVENTBRIDGE_RULES,
     Sink,
+    sink_client,
 )
 from dynamodb_outbox.stream_types import (
     AttributeMap,
@@ -407,7 +408,8 @@ def default_runtime() -> PublishDependencies[PublisherDynamoDBClient]:
     ``default_runtime.cache_clear()`` forgets them (tests that change the environment).
     """
     return PublishDependencies(
-        sink=sink_from_environment(),
+        # The sink's client without botocore's parameter validation (sinks.sink_client).
+        sink=sink_from_environment(client_factory=sink_client),
         table_name=required_env(ENV_TABLE_NAME),
         dynamodb_client=boto3.client("dynamodb"),
         table_keys=table_keys_from_environment(),

@@ -36,7 +36,18 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, NamedTuple, NotRequired, Protocol, TypedDict, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Literal,
+    NamedTuple,
+    NotRequired,
+    Protocol,
+    TypedDict,
+    cast,
+    overload,
+)
 
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.sizes import (
@@ -52,6 +63,12 @@ from dynamodb_outbox.sizes import (
     sqs_message_bytes,
 )
 from dynamodb_outbox.trace_context import TraceContext
+
+if TYPE_CHECKING:
+    # boto3-stubs (dev only, requirements-dev.txt): the clients' real types.
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_sns import SNSClient
 
 __all__ = [
     "EVENTBRIDGE_RULES",
@@ -89,6 +106,7 @@ __all__ = [
     "parse_topic_arn",
     "put_events_entry_size",
     "rules_for",
+    "sink_client",
     "sns_entry_size",
 ]
 
@@ -228,6 +246,33 @@ class PublishBatchRequestEntry(TypedDict):
     MessageAttributes: NotRequired[Mapping[str, Any]]
     MessageDeduplicationId: NotRequired[str]
     MessageGroupId: NotRequired[str]
+
+
+@overload
+def sink_client(service: Literal["dynamodb"]) -> DynamoDBClient: ...
+@overload
+def sink_client(service: Literal["events"]) -> EventBridgeClient: ...
+@overload
+def sink_client(service: Literal["sns"]) -> SNSClient: ...
+def sink_client(service: Literal["dynamodb", "events", "sns"]) -> object:
+    """The boto3 client a sink sends with (``events`` or ``sns``): no parameter validation.
+
+    botocore checks every request against the API's model before sending it:
+    for ``PutEvents`` and ``PublishBatch`` that is types, required members and
+    minimum lengths, about a tenth of the publisher's CPU per event. The sink's
+    own rules (:meth:`SinkRules.check`, and the envelope's checks before them)
+    already hold every entry to more than that, and a test builds the requests
+    of the edge events those rules let through and passes each one through
+    botocore's validator (``tests/unit/test_sink_checks_once.py``), so the check
+    is made once, not twice. Region and endpoint come from the environment, as
+    :func:`dynamodb_outbox.settings.boto3_client`'s do. A ``dynamodb`` client
+    made here would send unchecked writes: the handlers make theirs with
+    botocore's defaults.
+    """
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(service, config=Config(parameter_validation=False))
 
 
 class SnsClient(Protocol):

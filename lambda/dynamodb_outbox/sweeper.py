@@ -107,7 +107,7 @@ from dynamodb_outbox.settings import (
     sink_from_environment,
     table_keys_from_environment,
 )
-from dynamodb_outbox.sinks import Sink
+from dynamodb_outbox.sinks import Sink, sink_client
 from dynamodb_outbox.stream_types import AttributeMap
 from dynamodb_outbox.subject_sequences import (
     PendingSequences,
@@ -664,7 +664,8 @@ def runtime_from_environment(
     environ = os.environ if environ is None else environ
     make_client: ClientFactory = client_factory or boto3_client
     return SweeperRuntime(
-        sink=sink_from_environment(environ, make_client),
+        # The sink's client without botocore's parameter validation (sinks.sink_client).
+        sink=sink_from_environment(environ, client_factory or sink_client),
         table_name=required_env(ENV_TABLE_NAME, environ),
         dynamodb_client=make_client("dynamodb"),
         index_name=pending_index_from_environment(environ),
