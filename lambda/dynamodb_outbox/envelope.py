@@ -279,12 +279,15 @@ class Envelope:
         envelope = cls.__new__(cls)
         # A frozen dataclass keeps its fields in __dict__: set them without
         # __post_init__, whose snapshot and re-encoding the stored text makes moot.
-        fields = _fields_of(data)
-        vars(envelope).update(fields, _json=text)
+        fields = _plain_stored_fields(data)
+        if fields is None:  # something is wrong, or unusual: the constructor's checks say
+            fields = _fields_of(data)
+            vars(envelope).update(fields, _json=text)
+            _validate_fields(envelope)
+        else:
+            vars(envelope).update(fields, _json=text)
         if not data.keys() <= _KNOWN_NAMES:
             _check_extension_names(data)  # sent too: consumers read the body's members
-        if not _plain_fields(fields):
-            _validate_fields(envelope)  # says which field, and why
         # The text's own nesting, not the data's: all of it is sent (an unknown
         # extension, the value of a duplicate key the parse dropped).
         if text.count("{") + text.count("[") > MAX_NESTING_DEPTH:
@@ -399,26 +402,59 @@ def _decode_stored(text: str) -> Any:
     return data
 
 
-def _plain_fields(fields: Mapping[str, Any]) -> bool:
-    """What :func:`_validate_fields` accepts, told in one pass over the parsed values.
+def _plain_stored_fields(data: object) -> dict[str, Any] | None:
+    """The constructor's arguments of ``data``, when every check of its fields passes.
 
-    True only when that check would pass; False sends the envelope through it
-    for the message.
+    One pass over the parsed event, for the publisher's every event; None as
+    soon as anything is missing, wrong or unusual (a sequence), and then
+    :func:`_fields_of` and :func:`_validate_fields` say what.
     """
-    for name in ("id", "type", "source", "time", "subject"):
-        value = fields[name]
-        if type(value) is not str or not value:
-            return False
+    if type(data) is not dict:
+        return None
+    get = data.get
+    event_id, event_type, source, time, subject = (
+        get("id"),
+        get("type"),
+        get("source"),
+        get("time"),
+        get("subject"),
+    )
+    if not (
+        type(event_id) is str
+        and type(event_type) is str
+        and type(source) is str
+        and type(time) is str
+        and type(subject) is str
+        and event_id
+        and event_type
+        and source
+        and time
+        and subject
+        and get("specversion") == SPEC_VERSION
+        and get("datacontenttype", DATA_CONTENT_TYPE) == DATA_CONTENT_TYPE
+        and type(get("data")) is dict
+        and get("sequence") is None
+        and is_canonical_event_id(event_id)
+    ):
+        return None
+    fields = {
+        "type": event_type,
+        "source": source,
+        "subject": subject,
+        "data": data["data"],
+        "id": event_id,
+        "time": time,
+        "dataschema": get("dataschema"),
+        "correlation_id": get("correlationid"),
+        "traceparent": get("traceparent"),
+        "tracestate": get("tracestate"),
+        "sequence": None,
+    }
     for name in ("dataschema", "correlation_id", "traceparent", "tracestate"):
         value = fields[name]
         if value is not None and (type(value) is not str or not value):
-            return False
-    sequence = fields["sequence"]
-    return (
-        is_canonical_event_id(fields["id"])
-        and type(fields["data"]) is dict
-        and (sequence is None or 1 <= sequence <= MAX_SEQUENCE)
-    )
+            return None
+    return fields
 
 
 # An undeliverable character, or an escape that could stand for one; a surrogate
@@ -522,6 +558,8 @@ def _utc_time_of(text: str) -> datetime:
         parsed = datetime.fromisoformat(text.upper())
     except ValueError as exc:
         raise InvalidEnvelope(refusal) from exc
+    if parsed.tzinfo is UTC:  # "Z" and "+00:00" parse to the UTC singleton
+        return parsed
     try:
         return parsed.astimezone(UTC)
     except OverflowError as exc:
