@@ -42,23 +42,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from functools import cache
 from types import MappingProxyType
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import boto3
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox._clock import remaining_seconds
 from dynamodb_outbox.envelope import ATTR_STATUS, OUTBOX_SK_PREFIX, STATUS_QUARANTINED
-from dynamodb_outbox.pending_index import (
-    BATCH_GET_MAX_KEYS,
-    is_pending,
-    key_id,
-    read_back,
-    sort_key,
-)
 from dynamodb_outbox.publishing import (
     OutboxCandidate,
     PublishDependencies,
@@ -90,15 +82,16 @@ from dynamodb_outbox.stream_types import (
     DynamoDBStreamRecord,
     PartialBatchResponse,
 )
-from dynamodb_outbox.subject_sequences import (
-    PendingSequences,
-    lower_pending,
-    partition_of,
-    pending_sequences,
-    sequence_of,
-    subject_of,
-)
 from dynamodb_outbox.table_keys import TableKeys
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from dynamodb_outbox.subject_sequences import PendingSequences
+
+# The ordered path (an SNS FIFO sink) imports dynamodb_outbox.pending_index and
+# dynamodb_outbox.subject_sequences when it first runs: the other sinks never
+# need them, and a cold start would pay for their import.
 
 __all__ = [
     "MissingSequenceNumber",
@@ -272,6 +265,15 @@ def _send_lower_sequences_first(
     nothing is left in no one's hands. A failed Query or read stops the batch
     there too: what comes before it is still published.
     """
+    from dynamodb_outbox.pending_index import is_pending, key_id, sort_key
+    from dynamodb_outbox.subject_sequences import (
+        lower_pending,
+        partition_of,
+        pending_sequences,
+        sequence_of,
+        subject_of,
+    )
+
     ordered: list[OutboxCandidate] = []
     by_partition: dict[str, PendingSequences] = {}
     done: set[str] = set()
@@ -338,6 +340,8 @@ def _read_by_key(
     time_left: Callable[[], float] | None,
 ) -> tuple[dict[str, AttributeMap], int]:
     """The items of ``keys`` read consistently by key, and how many were left unread."""
+    from dynamodb_outbox.pending_index import BATCH_GET_MAX_KEYS, read_back
+
     found: dict[str, AttributeMap] = {}
     unread = 0
     for start in range(0, len(keys), BATCH_GET_MAX_KEYS):

@@ -62,7 +62,6 @@ from dynamodb_outbox.sizes import (
     sns_notification_bytes,
     sqs_message_bytes,
 )
-from dynamodb_outbox.trace_context import TraceContext
 
 if TYPE_CHECKING:
     # boto3-stubs (dev only, requirements-dev.txt): the clients' real types.
@@ -194,11 +193,23 @@ SNS_MESSAGE_ATTRIBUTES: Final = (_SNS_TYPE_ATTRIBUTE, _SNS_SOURCE_ATTRIBUTE)
 SNS_ATTRIBUTE_OVERHEAD_BYTES: Final = (
     len(_SNS_TYPE_ATTRIBUTE) + len(_SNS_SOURCE_ATTRIBUTE) + 2 * len(SNS_STRING_DATA_TYPE)
 )
-# MessageGroupId / MessageDeduplicationId: 1-128 ASCII letters, digits, punctuation.
-_SNS_FIFO_ID: Final = re.compile(r"[!-~]{1,128}")
+# The patterns below are compiled the first time they are needed, not at import:
+# compiling one costs a cold start 0.1 to 0.5 ms, and a publisher to EventBridge
+# needs none of the SNS ones.
+
+
+@functools.cache
+def _sns_fifo_id() -> re.Pattern[str]:
+    # MessageGroupId / MessageDeduplicationId: 1-128 ASCII letters, digits, punctuation.
+    return re.compile(r"[!-~]{1,128}")
+
+
 # Message attribute values travel to the SQS subscription as SQS message
 # attributes, which take XML 1.0 characters only (no controls but tab, LF, CR).
-_NOT_XML_CHARACTER: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+@functools.cache
+def _not_xml_character() -> re.Pattern[str]:
+    return re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
 
 # The SNS codes that say the message itself is malformed. SNS flags nearly every
 # error SenderFault, throttling, authorisation and KMS errors included, so the
@@ -389,9 +400,11 @@ def _utf16_length(text: str) -> int:
 
 # A JSON string (skipped), or an integer of 19 digits or more: not part of a
 # fraction or an exponent (no digit, point, e or sign before; no point or e after).
-_STRING_OR_LONG_INTEGER: Final = re.compile(
-    r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![0-9.eE+\-])(-?[0-9]{19,})(?![0-9.eE])', re.DOTALL
-)
+@functools.cache
+def _string_or_long_integer() -> re.Pattern[str]:
+    return re.compile(
+        r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![0-9.eE+\-])(-?[0-9]{19,})(?![0-9.eE])', re.DOTALL
+    )
 
 
 def _int64_overflow(text: str) -> str | None:
@@ -401,7 +414,7 @@ def _int64_overflow(text: str) -> str | None:
     of a duplicate key a parse drops). JSON has no leading zeros, so 20 digits
     or more are always out of range.
     """
-    for match in _STRING_OR_LONG_INTEGER.finditer(text):
+    for match in _string_or_long_integer().finditer(text):
         digits = match.group(1)
         if digits is not None and (
             len(digits.lstrip("-")) > 19 or not _INT64_MIN <= int(digits) <= _INT64_MAX
@@ -596,7 +609,7 @@ class SnsRules(NamedTuple):
         )
 
     def _subject_refusal(self, subject: str) -> str | None:
-        if self.fifo and not _SNS_FIFO_ID.fullmatch(subject):
+        if self.fifo and not _sns_fifo_id().fullmatch(subject):
             return (
                 f"subject {subject[:150]!r} cannot be a FIFO MessageGroupId "
                 "(1-128 ASCII letters, digits or punctuation)"
@@ -625,7 +638,7 @@ def _sns_head(source: str, event_type: str, fifo: bool) -> tuple[int, int, int, 
     pairs = {name: (value["DataType"], value["StringValue"]) for name, value in attributes.items()}
     refusal = None
     for name, value in (("type", event_type), ("source", source)):
-        bad = _NOT_XML_CHARACTER.search(value)
+        bad = _not_xml_character().search(value)
         if bad is not None:
             refusal = (
                 f"{name} holds the character U+{ord(bad.group()):04X}, which an SNS message "
@@ -706,11 +719,16 @@ class EventBridgeSink:
         }
         if event.time >= _EPOCH:
             entry["Time"] = event.time
-        trace = TraceContext.parse(event.envelope.traceparent)
-        if trace is not None:
-            # EventBridge carries it to the targets (an SQS target's AWSTraceHeader);
-            # it is not part of the entry size AWS counts.
-            entry["TraceHeader"] = trace.xray_header()
+        traceparent = event.envelope.traceparent
+        if traceparent is not None:
+            # Imported by the first event that carries a trace, not at every cold start.
+            from dynamodb_outbox.trace_context import TraceContext
+
+            trace = TraceContext.parse(traceparent)
+            if trace is not None:
+                # EventBridge carries it to the targets (an SQS target's AWSTraceHeader);
+                # it is not part of the entry size AWS counts.
+                entry["TraceHeader"] = trace.xray_header()
         return entry
 
     def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
@@ -741,10 +759,12 @@ class EventBridgeSink:
 
 #: SNS ``CreateTopic``: 1-256 ASCII letters, digits, ``_`` and ``-``, a FIFO
 #: topic's ending in ``.fifo`` (counted in the 256); accounts are 12 digits.
-_SNS_TOPIC_ARN: Final = re.compile(
-    r"arn:(aws[a-z-]*):sns:([a-z0-9-]+):(\d{12}):"
-    rf"((?=[A-Za-z0-9_.-]{{1,256}}\Z)[A-Za-z0-9_-]+(?:{re.escape(FIFO_SUFFIX)})?)"
-)
+@functools.cache
+def _sns_topic_arn() -> re.Pattern[str]:
+    return re.compile(
+        r"arn:(aws[a-z-]*):sns:([a-z0-9-]+):(\d{12}):"
+        rf"((?=[A-Za-z0-9_.-]{{1,256}}\Z)[A-Za-z0-9_-]+(?:{re.escape(FIFO_SUFFIX)})?)"
+    )
 
 
 class TopicArn(NamedTuple):
@@ -767,7 +787,7 @@ def parse_topic_arn(arn: object) -> TopicArn:
 
     Raises ``ValueError`` showing the form expected.
     """
-    found = _SNS_TOPIC_ARN.fullmatch(arn) if isinstance(arn, str) else None
+    found = _sns_topic_arn().fullmatch(arn) if isinstance(arn, str) else None
     if found is None:
         raise ValueError(
             f"must be an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>), got {arn!r}"

@@ -54,11 +54,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Any, Final, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox._clock import remaining_seconds
@@ -118,6 +117,9 @@ from dynamodb_outbox.subject_sequences import (
     subject_of,
 )
 from dynamodb_outbox.table_keys import TableKeys
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
