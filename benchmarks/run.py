@@ -465,7 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--bare-repetitions", type=int, default=5, help="CPU-time runs without emulator (median)"
     )
-    parser.add_argument("--cold-runs", type=int, default=3, help="fresh interpreters per module")
+    parser.add_argument(
+        "--cold-runs", type=int, default=5, help="fresh interpreters per module (median)"
+    )
     parser.add_argument(
         "--cold-python",
         action="append",
