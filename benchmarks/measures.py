@@ -21,7 +21,7 @@ from benchmarks.overlapped import AlwaysOverlaps, publish_stream_batch_sequentia
 from benchmarks.seed_publisher import publicar_outbox, published
 from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, outbox_item
 from dynamodb_outbox.publisher import publish_stream_batch
-from dynamodb_outbox.publishing import PublishDependencies
+from dynamodb_outbox.publishing import PublishDependencies, table_client
 from dynamodb_outbox.sinks import EventBridgeSink, sink_client
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
@@ -203,26 +203,30 @@ def cpu_per_1000_without_emulator(repetitions: int = 5, batch_size: int = 100) -
     """Like :func:`cpu_per_1000`, but every call is answered at once with success, no moto.
 
     botocore still serialises, signs and parses, so this is the handler's own CPU.
-    ``ours`` sends with the client the handlers make (:func:`sinks.sink_client`:
-    no parameter validation; the table's client keeps it); ``ours_default_client``
-    with a default one, as the seed and the floor do; ``ours_overlapped`` forces
-    the delete overlap on, which the handler starts only once a call waits on the
-    network (canned answers never do): what the overlap costs in CPU.
+    ``ours`` runs on the clients the handlers make (:func:`sinks.sink_client`,
+    :func:`publishing.table_client`: no parameter validation);
+    ``ours_default_client`` on default ones, as the seed and the floor do;
+    ``ours_overlapped`` forces the delete overlap on, which the handler starts
+    only once a call waits on the network (canned answers never do): what the
+    overlap costs in CPU.
     """
     batches_per_run = 1000 // batch_size
     names = ("ours", "ours_default_client", "ours_overlapped", "baseline", "floor")
     samples: dict[str, list[float]] = {name: [] for name in names}
     with emulator.fake_aws_environment():
         dynamodb, events = emulator.clients()
-        handler_events = sink_client("events")  # the handlers' own (region from the environment)
-        emulator.CannedAws().attach(dynamodb, events, handler_events)
+        # The handlers' own clients (region from the environment).
+        handler_events, handler_dynamodb = sink_client("events"), table_client()
+        emulator.CannedAws().attach(dynamodb, events, handler_events, handler_dynamodb)
         # On every client, so that each implementation pays for the counting hook alike.
-        counter = CallCounter().attach(dynamodb, events, handler_events)
+        counter = CallCounter().attach(dynamodb, events, handler_events, handler_dynamodb)
         sink = EventBridgeSink(handler_events, BUS_NAME)
         default_sink = EventBridgeSink(events, BUS_NAME)
 
         def ours(records: list[dict[str, Any]]) -> int:
-            deps = PublishDependencies(sink, TABLE_NAME, dynamodb, table_keys=DEFAULT_TABLE_KEYS)
+            deps = PublishDependencies(
+                sink, TABLE_NAME, handler_dynamodb, table_keys=DEFAULT_TABLE_KEYS
+            )
             return publish_stream_batch(records, deps).published
 
         def ours_default_client(records: list[dict[str, Any]]) -> int:
@@ -236,7 +240,7 @@ def cpu_per_1000_without_emulator(repetitions: int = 5, batch_size: int = 100) -
                 records,
                 sink=sink,
                 table_name=TABLE_NAME,
-                dynamodb_client=dynamodb,
+                dynamodb_client=handler_dynamodb,
                 publication=AlwaysOverlaps,
             ).published
 
@@ -295,7 +299,7 @@ def cpu_per_1000_without_emulator(repetitions: int = 5, batch_size: int = 100) -
         "calls": calls,
         "goal_ratio": CPU_RATIO_GOAL,
         "note": "no emulator: answered by a before-send hook (sign, serialise, parse kept; "
-        "ours on the handlers' sink client, without parameter validation)",
+        "ours on the handlers' clients, without parameter validation)",
     }
 
 

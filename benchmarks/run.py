@@ -179,7 +179,7 @@ def table(results: dict[str, Any]) -> str:
     if "ours_default_client_seconds" in bare:
         rows.append(
             (
-                "    ours on a default client (botocore validates each request again)",
+                "    ours on default clients (botocore validates each request again)",
                 f"{bare['ours_default_client_seconds']:.3f} "
                 f"(ratio {bare['ours_default_client_ratio']:.3f})",
                 f"{bare['baseline_seconds']:.3f}",
@@ -349,10 +349,11 @@ def notes(results: dict[str, Any]) -> str:
         f"{results['cpu_per_1000_events']['batch_size']}; moto's own CPU (it runs in-process) "
         "is included in both figures. The 'no emulator' row answers every call at once from a "
         "botocore before-send hook (requests serialised, signed; answers parsed): the "
-        "handler's own CPU, client library included. Ours sends with the handlers' sink "
-        "client (sinks.sink_client: no parameter validation, every request the sinks build "
-        "passes it, tests/unit/test_sink_checks_once.py); the seed and the floor with "
-        "default clients, which validate. The handler overlaps deletes with sends only once "
+        "handler's own CPU, client library included. Ours runs on the handlers' clients "
+        "(sinks.sink_client, publishing.table_client: no parameter validation; every "
+        "request they build passes it, tests/unit/test_sink_checks_once.py and the "
+        "functional tests); the seed and the floor on default clients, which validate. "
+        "The handler overlaps deletes with sends only once "
         "a call waited on the network (5 ms): never with canned answers; the row with the "
         "overlap forced on shows its CPU.",
         f"cold start: median of {cold['runs']} fresh interpreters per module and Python "

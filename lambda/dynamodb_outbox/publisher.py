@@ -44,7 +44,6 @@ from functools import cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-import boto3
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
@@ -60,6 +59,7 @@ from dynamodb_outbox.publishing import (
     logger,
     publish_outbox_items,
     string_attribute,
+    table_client,
 )
 from dynamodb_outbox.regions import SINGLE_REGION, RegionScope
 from dynamodb_outbox.settings import (
@@ -422,7 +422,7 @@ def default_runtime() -> PublishDependencies[PublisherDynamoDBClient]:
         # The sink's client without botocore's parameter validation (sinks.sink_client).
         sink=sink_from_environment(client_factory=sink_client),
         table_name=required_env(ENV_TABLE_NAME),
-        dynamodb_client=boto3.client("dynamodb"),
+        dynamodb_client=table_client(),  # without botocore's parameter validation
         table_keys=table_keys_from_environment(),
     )
 

@@ -276,9 +276,8 @@ def sink_client(service: Literal["dynamodb", "events", "sns"]) -> object:
     of the edge events those rules let through and passes each one through
     botocore's validator (``tests/unit/test_sink_checks_once.py``), so the check
     is made once, not twice. Region and endpoint come from the environment, as
-    :func:`dynamodb_outbox.settings.boto3_client`'s do. A ``dynamodb`` client
-    made here would send unchecked writes: the handlers make theirs with
-    botocore's defaults.
+    :func:`dynamodb_outbox.settings.boto3_client`'s do. The handlers' table
+    client: :func:`dynamodb_outbox.publishing.table_client`.
     """
     import boto3
     from botocore.config import Config

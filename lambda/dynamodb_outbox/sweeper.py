@@ -89,6 +89,7 @@ from dynamodb_outbox.publishing import (
     PublishResult,
     describe_error,
     publish_outbox_items,
+    table_client,
 )
 from dynamodb_outbox.regions import SINGLE_REGION, RegionScope, regional_shard
 from dynamodb_outbox.settings import (
@@ -97,7 +98,6 @@ from dynamodb_outbox.settings import (
     ENV_MIN_AGE_SECONDS,
     ENV_TABLE_NAME,
     ClientFactory,
-    boto3_client,
     integer_env,
     pending_index_from_environment,
     pending_shards_from_environment,
@@ -664,12 +664,12 @@ def runtime_from_environment(
 ) -> SweeperRuntime:
     """The sweeper's settings; raises :class:`ConfigurationError` naming a bad variable."""
     environ = os.environ if environ is None else environ
-    make_client: ClientFactory = client_factory or boto3_client
     return SweeperRuntime(
         # The sink's client without botocore's parameter validation (sinks.sink_client).
         sink=sink_from_environment(environ, client_factory or sink_client),
         table_name=required_env(ENV_TABLE_NAME, environ),
-        dynamodb_client=make_client("dynamodb"),
+        # Without botocore's parameter validation (publishing.table_client).
+        dynamodb_client=client_factory("dynamodb") if client_factory else table_client(),
         index_name=pending_index_from_environment(environ),
         shards=pending_shards_from_environment(environ),
         min_age_seconds=integer_env(environ, ENV_MIN_AGE_SECONDS, DEFAULT_MIN_AGE_SECONDS, 0),

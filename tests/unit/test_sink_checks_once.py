@@ -5,9 +5,10 @@
   order the publisher reports them, for events on either side of every rule.
 * What depends only on an event's source and type is worked out once per pair.
 * The handlers send with botocore's parameter validation off
-  (``sinks.sink_client``): every request a sink builds for an event its rules
-  let through passes that validation, so turning it off drops a second check,
-  not a first one.
+  (``sinks.sink_client``, ``publishing.table_client``): every request a sink
+  builds for an event its rules let through passes that validation, so turning
+  it off drops a second check, not a first one. (The table's requests are sent
+  through validating clients by the functional tests.)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from botocore.validate import ParamValidator
 
 from dynamodb_outbox import publisher, sinks, sweeper
 from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.publishing import table_client
 from dynamodb_outbox.sinks import (
     PUT_EVENTS_MAX_DETAIL_TYPE_LENGTH,
     PUT_EVENTS_MAX_SOURCE_LENGTH,
@@ -237,20 +239,22 @@ def _validates(client: Any) -> bool:
 
 
 @pytest.mark.usefixtures("aws_environment")
-def test_the_handlers_send_without_validation_and_write_with_it() -> None:
+def test_the_handlers_clients_skip_botocores_validation() -> None:
     # GIVEN the runtimes the publisher and the sweeper build from their environment
     for runtime in (publisher.default_runtime(), sweeper.default_runtime()):
-        # THEN the sink's client skips botocore's validation, the table's keeps it
+        # THEN neither the sink's client nor the table's validates again what the
+        # handlers built (the table's requests: publishing.table_client)
         assert not _validates(runtime.sink._client)  # type: ignore[attr-defined]
-        assert _validates(runtime.dynamodb_client)
+        assert not _validates(runtime.dynamodb_client)
 
 
 @pytest.mark.usefixtures("aws_environment")
-def test_sink_client_makes_clients_without_validation() -> None:
+def test_the_client_factories_make_clients_without_validation() -> None:
     for service in ("events", "sns"):
         client = sinks.sink_client(service)  # type: ignore[call-overload]
         assert client.meta.service_model.service_name == service
         assert not _validates(client)
+    assert not _validates(table_client())
     # and the check above tells a validating client apart
     assert _validates(boto3.client("events"))
 
