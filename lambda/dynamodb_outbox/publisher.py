@@ -185,10 +185,10 @@ def _stream_candidate(
     keys = stream.get("Keys")
     if not (type(keys) is dict or isinstance(keys, Mapping)):
         return _Unreadable(position, sequence_number, "record has no dynamodb.Keys")
-    pk, sort_value = keys.get(table_keys.partition), _mapping(keys.get(table_keys.sort))
-    sk = sort_value.get("S")
-    if type(sk) is not str or not sk.startswith(OUTBOX_SK_PREFIX):
+    sk = string_attribute(keys, table_keys.sort)
+    if sk is None or not sk.startswith(OUTBOX_SK_PREFIX):
         return _Skip(position, sequence_number)
+    pk, sort_value = keys.get(table_keys.partition), _mapping(keys.get(table_keys.sort))
     if not isinstance(pk, Mapping):
         return _Unreadable(
             position, sequence_number, f"outbox record {sk!r} has no {table_keys.partition} key"
@@ -201,7 +201,7 @@ def _stream_candidate(
         # its replicated INSERT reaches this region's stream too. The mapping's
         # filter drops it first (main.tf); this is the check in code.
         return _Skip(position, sequence_number)
-    if image is not None and _mapping(image.get(ATTR_STATUS)).get("S") == STATUS_QUARANTINED:
+    if string_attribute(image, ATTR_STATUS) == STATUS_QUARANTINED:
         # An INSERT of a quarantined item: only a global table's last writer wins
         # makes one (a quarantine in another region later than this region's delete,
         # which followed the publication). Kept, as every quarantined item is:
