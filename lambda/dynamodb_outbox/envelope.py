@@ -57,13 +57,14 @@ it, whichever sink the outbox publishes to:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from dynamodb_outbox._clock import iso_milliseconds, utc_now
 from dynamodb_outbox.event_ids import (
@@ -108,10 +109,18 @@ _OPTIONAL_ATTRIBUTES: Final = (
 _RFC_3339: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
 )
+
+
+# The patterns of the checks that run only on unusual events are compiled the
+# first time one is needed, not at import: a cold start pays 0.1-0.5 ms for each.
+
+
 # Characters outside XML 1.0's set, which is what SQS accepts in a message body
 # (#x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF). Controls
 # below #x20 never reach SQS raw: every JSON encoder escapes them.
-_UNDELIVERABLE_CHARACTER: Final = re.compile("[\ud800-\udfff\ufffe\uffff]")
+@functools.cache
+def _undeliverable_character() -> re.Pattern[str]:
+    return re.compile("[\ud800-\udfff\ufffe\uffff]")
 
 
 class InvalidEnvelope(ValueError):
@@ -158,7 +167,7 @@ class Envelope:
         _check_depth(self.data)
         object.__setattr__(self, "_utc_time", _utc_time_of(self.time))
         text = _dumps(self.to_dict())
-        undeliverable = _UNDELIVERABLE_CHARACTER.search(text)
+        undeliverable = _undeliverable_character().search(text)
         if undeliverable is not None:
             raise _undeliverable(undeliverable.group())
         object.__setattr__(self, "_json", text)
@@ -227,35 +236,31 @@ class Envelope:
         (no NaN or infinities) and no character SQS refuses anywhere in
         ``text``. Raises :class:`InvalidEnvelope` where the constructor would.
         """
-        try:
-            data = _STORED_DECODER.decode(text)
-        except InvalidEnvelope:
-            raise
-        except RecursionError:
-            raise InvalidEnvelope(
-                f"envelope JSON nests deeper than {MAX_NESTING_DEPTH} levels"
-            ) from None
-        except (ValueError, TypeError) as exc:
-            raise InvalidEnvelope(f"envelope is not valid JSON: {exc}") from exc
+        data = _decode_stored(text)
         envelope = cls.__new__(cls)
         # A frozen dataclass keeps its fields in __dict__: set them without
         # __post_init__, whose snapshot and re-encoding the stored text makes moot.
-        vars(envelope).update(_fields_of(data), _json=text)
+        fields = _plain_stored_fields(data)
+        if fields is None:  # something is wrong, or unusual: the constructor's checks say
+            fields = _fields_of(data)
+            vars(envelope).update(fields, _json=text)
+            _validate_fields(envelope)
+        else:
+            vars(envelope).update(fields, _json=text)
         if not data.keys() <= _KNOWN_NAMES:
             _check_extension_names(data)  # sent too: consumers read the body's members
-        _validate_fields(envelope)
         # The text's own nesting, not the data's: all of it is sent (an unknown
         # extension, the value of a duplicate key the parse dropped).
         if text.count("{") + text.count("[") > MAX_NESTING_DEPTH:
             _check_text_depth(text)  # only then can it nest too deep
-        vars(envelope)["_utc_time"] = _utc_time_of(envelope.time)
+        vars(envelope)["_utc_time"] = _utc_time_of(fields["time"])
         _check_deliverable(text)
         return envelope
 
 
 def _fields_of(data: Any) -> dict[str, Any]:
     """The constructor's arguments for a CloudEvents 1.0 JSON event (extensions it knows)."""
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):  # a dict, told first
         raise InvalidEnvelope(f"envelope must be a JSON object, got {type(data).__name__}")
     if not data.keys() >= _REQUIRED_SET:
         missing = [name for name in _REQUIRED_FIELDS if name not in data]
@@ -290,9 +295,13 @@ def _fields_of(data: Any) -> dict[str, Any]:
 _KNOWN_NAMES: Final = frozenset(
     (*_REQUIRED_FIELDS, "datacontenttype", "sequence", *(n for n, _ in _OPTIONAL_ATTRIBUTES))
 )
+
+
 # CloudEvents: "attribute names MUST consist of lower-case letters ('a' to 'z') or
 # digits ('0' to '9') from the ASCII character set".
-_ATTRIBUTE_NAME: Final = re.compile(r"[a-z0-9]+", re.ASCII)
+@functools.cache
+def _attribute_name() -> re.Pattern[str]:
+    return re.compile(r"[a-z0-9]+", re.ASCII)
 
 
 def _check_extension_names(data: Mapping[str, Any]) -> None:
@@ -304,7 +313,7 @@ def _check_extension_names(data: Mapping[str, Any]) -> None:
     by such a name would make it refuse the event, or read another one inside.
     """
     for name in data.keys() - _KNOWN_NAMES:
-        if not _ATTRIBUTE_NAME.fullmatch(name):
+        if not _attribute_name().fullmatch(name):
             raise InvalidEnvelope(
                 f"envelope member {name[:40]!r} is not a CloudEvents attribute name "
                 "(lower-case ASCII letters and digits): consumers could misread the event"
@@ -327,11 +336,93 @@ _STORED_DECODER: Final = json.JSONDecoder(
     parse_constant=_refuse_constant, parse_float=_finite_float
 )
 
+# The decoder's C scanner, called as is: the whole text is one value (the writer's
+# compact JSON); anything else (blanks around it, extra data, no JSON at all)
+# goes through the full decode, which says what is wrong.
+# (JSONDecoder.__init__ sets scan_once, json/decoder.py; typeshed leaves it out.)
+_SCAN_STORED: Final[Callable[[str, int], tuple[Any, int]]] = cast(Any, _STORED_DECODER).scan_once
+
+
+def _decode_stored(text: str) -> Any:
+    """The value of the JSON text ``text``, or :class:`InvalidEnvelope` saying why not."""
+    try:
+        try:
+            data, end = _SCAN_STORED(text, 0)
+        except StopIteration:
+            end = -1
+        if end != len(text):
+            data = _STORED_DECODER.decode(text)
+    except InvalidEnvelope:
+        raise
+    except RecursionError:
+        raise InvalidEnvelope(
+            f"envelope JSON nests deeper than {MAX_NESTING_DEPTH} levels"
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise InvalidEnvelope(f"envelope is not valid JSON: {exc}") from exc
+    return data
+
+
+def _plain_stored_fields(data: object) -> dict[str, Any] | None:
+    """The constructor's arguments of ``data``, when every check of its fields passes.
+
+    One pass over the parsed event, for the publisher's every event; None as
+    soon as anything is missing, wrong or unusual (a sequence), and then
+    :func:`_fields_of` and :func:`_validate_fields` say what.
+    """
+    if type(data) is not dict:
+        return None
+    get = data.get
+    event_id, event_type, source, time, subject = (
+        get("id"),
+        get("type"),
+        get("source"),
+        get("time"),
+        get("subject"),
+    )
+    if not (
+        type(event_id) is str
+        and type(event_type) is str
+        and type(source) is str
+        and type(time) is str
+        and type(subject) is str
+        and event_id
+        and event_type
+        and source
+        and time
+        and subject
+        and get("specversion") == SPEC_VERSION
+        and get("datacontenttype", DATA_CONTENT_TYPE) == DATA_CONTENT_TYPE
+        and type(get("data")) is dict
+        and get("sequence") is None
+        and is_canonical_event_id(event_id)
+    ):
+        return None
+    fields = {
+        "type": event_type,
+        "source": source,
+        "subject": subject,
+        "data": data["data"],
+        "id": event_id,
+        "time": time,
+        "dataschema": get("dataschema"),
+        "correlation_id": get("correlationid"),
+        "traceparent": get("traceparent"),
+        "tracestate": get("tracestate"),
+        "sequence": None,
+    }
+    for name in ("dataschema", "correlation_id", "traceparent", "tracestate"):
+        value = fields[name]
+        if value is not None and (type(value) is not str or not value):
+            return None
+    return fields
+
+
 # An undeliverable character, or an escape that could stand for one; a surrogate
 # pair is fine once decoded, hence the exact check after an escape is found.
-_UNDELIVERABLE_RAW_OR_ESCAPED: Final = re.compile(
-    "[\ud800-\udfff\ufffe\uffff]" r"|\\u(?:[dD][89a-fA-F]|[fF]{3}[eEfF])"
-)
+@functools.cache
+def _undeliverable_raw_or_escaped() -> re.Pattern[str]:
+    return re.compile("[\ud800-\udfff\ufffe\uffff]" r"|\\u(?:[dD][89a-fA-F]|[fF]{3}[eEfF])")
 
 
 def _check_deliverable(text: str) -> None:
@@ -342,13 +433,13 @@ def _check_deliverable(text: str) -> None:
     """
     if text.isascii() and "\\u" not in text:
         return  # the common case, told without a regex
-    if _UNDELIVERABLE_RAW_OR_ESCAPED.search(text) is None:
+    if _undeliverable_raw_or_escaped().search(text) is None:
         return
-    found = _UNDELIVERABLE_CHARACTER.search(text)
+    found = _undeliverable_character().search(text)
     if found is None:
-        for token in _JSON_STRING.finditer(text):
-            if _UNDELIVERABLE_RAW_OR_ESCAPED.search(token.group()) is not None:
-                found = _UNDELIVERABLE_CHARACTER.search(json.loads(token.group()))
+        for token in _json_string().finditer(text):
+            if _undeliverable_raw_or_escaped().search(token.group()) is not None:
+                found = _undeliverable_character().search(json.loads(token.group()))
                 if found is not None:
                     break
     if found is not None:
@@ -357,14 +448,20 @@ def _check_deliverable(text: str) -> None:
 
 # A JSON string token, and one of its brackets (``text`` is valid JSON: every
 # quote outside a string opens one).
-_JSON_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKET: Final = re.compile(r"[\[\]{}]")
+@functools.cache
+def _json_string() -> re.Pattern[str]:
+    return re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+@functools.cache
+def _bracket() -> re.Pattern[str]:
+    return re.compile(r"[\[\]{}]")
 
 
 def _check_text_depth(text: str) -> None:
     """The JSON text ``text`` (valid) nests at most :data:`MAX_NESTING_DEPTH` levels."""
     depth = 0
-    for bracket in _BRACKET.findall(_JSON_STRING.sub("", text)):
+    for bracket in _bracket().findall(_json_string().sub("", text)):
         if bracket in "[{":
             depth += 1
             if depth > MAX_NESTING_DEPTH:
@@ -428,6 +525,8 @@ def _utc_time_of(text: str) -> datetime:
         parsed = datetime.fromisoformat(text.upper())
     except ValueError as exc:
         raise InvalidEnvelope(refusal) from exc
+    if parsed.tzinfo is UTC:  # "Z" and "+00:00" parse to the UTC singleton
+        return parsed
     try:
         return parsed.astimezone(UTC)
     except OverflowError as exc:

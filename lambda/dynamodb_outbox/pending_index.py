@@ -13,7 +13,6 @@ import heapq
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal, Protocol
 
@@ -253,13 +252,26 @@ class OldestFirst:
 # ----------------------------------------------------------------- reading back
 
 
-@dataclass
 class ReadBack:
-    """What one :func:`read_back` found: the items by :func:`key_id`, and the keys left unread."""
+    """What one :func:`read_back` found: the items by :func:`key_id`, and the keys left unread.
 
-    items: dict[str, AttributeMap] = field(default_factory=dict)
-    unread: list[AttributeMap] = field(default_factory=list)
-    calls: int = 0
+    A plain class: a dataclass costs a cold start of the sweeper about 0.5 ms to define.
+    """
+
+    __slots__ = ("calls", "items", "unread")
+
+    def __init__(
+        self,
+        items: dict[str, AttributeMap] | None = None,
+        unread: list[AttributeMap] | None = None,
+        calls: int = 0,
+    ) -> None:
+        self.items: dict[str, AttributeMap] = {} if items is None else items
+        self.unread: list[AttributeMap] = [] if unread is None else unread
+        self.calls = calls
+
+    def __repr__(self) -> str:
+        return f"ReadBack(items={self.items!r}, unread={self.unread!r}, calls={self.calls!r})"
 
 
 def read_back(

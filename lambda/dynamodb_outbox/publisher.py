@@ -41,23 +41,15 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from functools import cache
-from typing import Final, NamedTuple
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final
 
-import boto3
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox._clock import remaining_seconds
 from dynamodb_outbox.outbox_item import ATTR_STATUS, OUTBOX_SK_PREFIX, STATUS_QUARANTINED
-from dynamodb_outbox.pending_index import (
-    BATCH_GET_MAX_KEYS,
-    is_pending,
-    key_id,
-    read_back,
-    sort_key,
-)
 from dynamodb_outbox.publishing import (
     OutboxCandidate,
     PublishDependencies,
@@ -65,9 +57,9 @@ from dynamodb_outbox.publishing import (
     PublishResult,
     describe_error,
     logger,
-    lookup,
     publish_outbox_items,
     string_attribute,
+    table_client,
 )
 from dynamodb_outbox.regions import SINGLE_REGION, RegionScope
 from dynamodb_outbox.settings import (
@@ -82,6 +74,7 @@ from dynamodb_outbox.settings import (
 from dynamodb_outbox.sinks import (
     EVENTBRIDGE_RULES,
     Sink,
+    sink_client,
 )
 from dynamodb_outbox.stream_types import (
     AttributeMap,
@@ -89,15 +82,16 @@ from dynamodb_outbox.stream_types import (
     DynamoDBStreamRecord,
     PartialBatchResponse,
 )
-from dynamodb_outbox.subject_sequences import (
-    PendingSequences,
-    lower_pending,
-    partition_of,
-    pending_sequences,
-    sequence_of,
-    subject_of,
-)
 from dynamodb_outbox.table_keys import TableKeys
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from dynamodb_outbox.subject_sequences import PendingSequences
+
+# The ordered path (an SNS FIFO sink) imports dynamodb_outbox.pending_index and
+# dynamodb_outbox.subject_sequences when it first runs: the other sinks never
+# need them, and a cold start would pay for their import.
 
 __all__ = [
     "MissingSequenceNumber",
@@ -137,22 +131,25 @@ class MissingSequenceNumber(RuntimeError):
 # ------------------------------------------------------------------- stream records
 
 
-class _Skip(NamedTuple):
-    position: int
-    sequence_number: str | None
+# Plain classes, not NamedTuples: a NamedTuple costs a cold start about 0.1 ms to
+# define (it compiles each field's annotation), and these are never unpacked.
 
 
-class _Unreadable(NamedTuple):
-    position: int
-    sequence_number: str | None
-    why: str
+class _Skip:
+    __slots__ = ("position", "sequence_number")
+
+    def __init__(self, position: int, sequence_number: str | None) -> None:
+        self.position = position
+        self.sequence_number = sequence_number
 
 
-def _key(keys: object, table_keys: TableKeys) -> AttributeMap | None:
-    pk, sk = lookup(keys, table_keys.partition), lookup(keys, table_keys.sort)
-    if not isinstance(pk, Mapping) or not isinstance(sk, Mapping):
-        return None
-    return {table_keys.partition: dict(pk), table_keys.sort: dict(sk)}
+class _Unreadable:
+    __slots__ = ("position", "sequence_number", "why")
+
+    def __init__(self, position: int, sequence_number: str | None, why: str) -> None:
+        self.position = position
+        self.sequence_number = sequence_number
+        self.why = why
 
 
 def _read_stream_record(
@@ -164,27 +161,42 @@ def _read_stream_record(
         return _Unreadable(position, None, f"record cannot be read: {describe_error(exc)}")
 
 
+_NO_MEMBERS: Final[Mapping[str, object]] = MappingProxyType({})
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    """``value`` if it is a mapping, else an empty one: each member then reads as None."""
+    # A dict first: an isinstance check against the Mapping ABC costs several
+    # times as much, and every record is read here, one .get per member.
+    if type(value) is dict or isinstance(value, Mapping):
+        return value
+    return _NO_MEMBERS
+
+
 def _stream_candidate(
     position: int, record: object, table_keys: TableKeys, scope: RegionScope = SINGLE_REGION
 ) -> _Skip | _Unreadable | OutboxCandidate:
-    stream = lookup(record, "dynamodb")
-    sequence = lookup(stream, "SequenceNumber")
-    sequence_number = sequence if isinstance(sequence, str) and sequence else None
-    if lookup(record, "eventName") != "INSERT":
+    fields = _mapping(record)
+    stream = _mapping(fields.get("dynamodb"))
+    sequence = stream.get("SequenceNumber")
+    sequence_number = sequence if type(sequence) is str and sequence else None
+    if fields.get("eventName") != "INSERT":
         return _Skip(position, sequence_number)
-    keys = lookup(stream, "Keys")
-    if not isinstance(keys, Mapping):
+    keys = stream.get("Keys")
+    if not (type(keys) is dict or isinstance(keys, Mapping)):
         return _Unreadable(position, sequence_number, "record has no dynamodb.Keys")
     sk = string_attribute(keys, table_keys.sort)
     if sk is None or not sk.startswith(OUTBOX_SK_PREFIX):
         return _Skip(position, sequence_number)
-    key = _key(keys, table_keys)
-    if key is None:
+    pk, sort_value = keys.get(table_keys.partition), _mapping(keys.get(table_keys.sort))
+    if not isinstance(pk, Mapping):
         return _Unreadable(
             position, sequence_number, f"outbox record {sk!r} has no {table_keys.partition} key"
         )
-    image = lookup(stream, "NewImage")
-    if not scope.takes(image if isinstance(image, Mapping) else None):
+    image = stream.get("NewImage")
+    if not (type(image) is dict or isinstance(image, Mapping)):
+        image = None
+    if not scope.takes(image):
         # Multi-region: written in (stamped by) another region, which publishes it;
         # its replicated INSERT reaches this region's stream too. The mapping's
         # filter drops it first (main.tf); this is the check in code.
@@ -196,8 +208,8 @@ def _stream_candidate(
         # never re-published without a release (pending_index.is_pending).
         return _Skip(position, sequence_number)
     return OutboxCandidate(
-        key=key,
-        item=image if isinstance(image, Mapping) else None,
+        key={table_keys.partition: dict(pk), table_keys.sort: dict(sort_value)},
+        item=image,
         position=position,
         checkpoint=sequence_number,
     )
@@ -234,11 +246,8 @@ def read_stream_batch(
     return candidates, result
 
 
-class _Ordered(NamedTuple):
-    """The candidates to send, in order; and where the batch must stop (a checkpoint)."""
-
-    candidates: list[OutboxCandidate]
-    stop: OutboxCandidate | None = None
+#: The candidates to send, in order; and where the batch must stop (a checkpoint).
+_Ordered = tuple[list[OutboxCandidate], OutboxCandidate | None]
 
 
 def _send_lower_sequences_first(
@@ -263,6 +272,15 @@ def _send_lower_sequences_first(
     nothing is left in no one's hands. A failed Query or read stops the batch
     there too: what comes before it is still published.
     """
+    from dynamodb_outbox.pending_index import is_pending, key_id, sort_key
+    from dynamodb_outbox.subject_sequences import (
+        lower_pending,
+        partition_of,
+        pending_sequences,
+        sequence_of,
+        subject_of,
+    )
+
     ordered: list[OutboxCandidate] = []
     by_partition: dict[str, PendingSequences] = {}
     done: set[str] = set()
@@ -295,7 +313,7 @@ def _send_lower_sequences_first(
                 "the batch stops at its record",
                 extra={"checkpoint": candidate.checkpoint, "error": describe_error(exc)},
             )
-            return _Ordered(ordered, candidate)
+            return ordered, candidate
         if unread:
             if not sweeper_runs:
                 logger.warning(
@@ -303,7 +321,7 @@ def _send_lower_sequences_first(
                     "the batch stops at the record of the later event",
                     extra={"checkpoint": candidate.checkpoint, "unread": unread},
                 )
-                return _Ordered(ordered, candidate)
+                return ordered, candidate
             result.deferred += 1
             logger.warning(
                 "event left pending behind an unread lower sequence of its subject; "
@@ -320,7 +338,7 @@ def _send_lower_sequences_first(
             ordered.append(candidate._replace(key=key, item=lower_item))
         ordered.append(candidate)
         done.add(sk)
-    return _Ordered(ordered)
+    return ordered, None
 
 
 def _read_by_key(
@@ -329,6 +347,8 @@ def _read_by_key(
     time_left: Callable[[], float] | None,
 ) -> tuple[dict[str, AttributeMap], int]:
     """The items of ``keys`` read consistently by key, and how many were left unread."""
+    from dynamodb_outbox.pending_index import BATCH_GET_MAX_KEYS, read_back
+
     found: dict[str, AttributeMap] = {}
     unread = 0
     for start in range(0, len(keys), BATCH_GET_MAX_KEYS):
@@ -399,9 +419,10 @@ def default_runtime() -> PublishDependencies[PublisherDynamoDBClient]:
     ``default_runtime.cache_clear()`` forgets them (tests that change the environment).
     """
     return PublishDependencies(
-        sink=sink_from_environment(),
+        # The sink's client without botocore's parameter validation (sinks.sink_client).
+        sink=sink_from_environment(client_factory=sink_client),
         table_name=required_env(ENV_TABLE_NAME),
-        dynamodb_client=boto3.client("dynamodb"),
+        dynamodb_client=table_client(),  # without botocore's parameter validation
         table_keys=table_keys_from_environment(),
     )
 

@@ -28,10 +28,20 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, Final, Generic, Literal, NamedTuple, Protocol, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Final,
+    Generic,
+    Literal,
+    NamedTuple,
+    Protocol,
+    TypeVar,
+)
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import (
@@ -69,6 +79,10 @@ from dynamodb_outbox.stream_types import (
 )
 from dynamodb_outbox.table_keys import TableKeys
 
+if TYPE_CHECKING:
+    # boto3-stubs (dev only, requirements-dev.txt): the client's real type.
+    from mypy_boto3_dynamodb import DynamoDBClient
+
 __all__ = [
     "OutboxCandidate",
     "Publication",
@@ -80,6 +94,7 @@ __all__ = [
     "lookup",
     "publish_outbox_items",
     "string_attribute",
+    "table_client",
     "utc_now",
 ]
 
@@ -118,6 +133,10 @@ DEFAULT_DELETE_RETRIES: Final = 5
 DELETE_BACKOFF_BASE_SECONDS: Final = 0.05
 DELETE_BACKOFF_MAX_SECONDS: Final = 1.0
 MAX_REASON_CHARS: Final = 500
+#: A call to the sink that waits this long on the network makes the deletes
+#: overlap the next calls (:class:`Publication`). A call to AWS waits
+#: milliseconds; one answered in-process (moto, canned answers) hardly at all.
+OVERLAP_MIN_WAIT_SECONDS: Final = 0.005
 
 # Leaving the sparse pending index (REMOVE the shard) is what stops the sweeper
 # from picking the poison item up again.
@@ -127,6 +146,27 @@ logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", DEFAULT_SERVIC
 
 
 # --------------------------------------------------------------------------- clients
+
+
+def table_client() -> DynamoDBClient:
+    """The DynamoDB client the publisher and the sweeper use: no parameter validation.
+
+    botocore checks each request against the API's model before sending it;
+    for a ``BatchWriteItem`` of 25 deletes that is about 6.6 us per key, as much
+    as the publisher's own checks of an event. Every request the handlers send
+    to the table is built here from fixed expressions and from keys and items
+    DynamoDB itself returned (a stream record's keys, an index page, a read
+    back), and the functional tests send each kind through validating clients.
+    A request that were malformed anyway would be refused by DynamoDB
+    (``ValidationException``) instead of botocore (``ParamValidationError``),
+    and every path treats the two alike (a delete left over, a quarantine
+    marker that cannot be written, a failed read). Region and endpoint come
+    from the environment. The sinks' clients: :func:`~dynamodb_outbox.sinks.sink_client`.
+    """
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("dynamodb", config=Config(parameter_validation=False))
 
 
 class PublisherDynamoDBClient(Protocol):
@@ -261,15 +301,25 @@ class OutboxCandidate(NamedTuple):
     checkpoint: str | None = None
 
 
-class _Poison(NamedTuple):
-    candidate: OutboxCandidate
-    reason: str
+# Plain classes, not NamedTuples: a NamedTuple costs a cold start about 0.1 ms to
+# define (it compiles each field's annotation), and these are never unpacked.
 
 
-class _Publish(NamedTuple):
-    candidate: OutboxCandidate
-    event: OutboundEvent
-    size: int
+class _Poison:
+    __slots__ = ("candidate", "reason")
+
+    def __init__(self, candidate: OutboxCandidate, reason: str) -> None:
+        self.candidate = candidate
+        self.reason = reason
+
+
+class _Publish:
+    __slots__ = ("candidate", "event", "size")
+
+    def __init__(self, candidate: OutboxCandidate, event: OutboundEvent, size: int) -> None:
+        self.candidate = candidate
+        self.event = event
+        self.size = size
 
 
 _Plan = _Poison | _Publish
@@ -300,26 +350,13 @@ def _plan_or_raise(candidate: OutboxCandidate, sink: Sink, table_keys: TableKeys
         return poison(f"invalid envelope: {exc}")
     if OUTBOX_SK_PREFIX + envelope.id != sk:
         return poison(f"envelope id {envelope.id!r} does not match sort key {sk!r}")
-    event = OutboundEvent.of(envelope, body)
-    rules = sink.rules
+    event = OutboundEvent(envelope, body, envelope.utc_time)
     try:
-        size = rules.entry_size(event)
+        size, why_not = sink.rules.check(event)  # sizes and fields, each checked once
     except UnicodeEncodeError as exc:  # a lone surrogate: no sink can ever send it
         return poison(f"envelope is not encodable as UTF-8: {exc}")
-    if size > rules.max_request_bytes:
-        return poison(
-            f"event too large for {rules.name}: {size} bytes, limit {rules.max_request_bytes}"
-        )
-    delivered = rules.delivery_size(event)
-    if delivered > rules.max_delivery_bytes:
-        # Sent, it would be lost between the bus or topic and the queue.
-        return poison(
-            f"event too large for the consumer queues after {rules.name}: up to {delivered} "
-            f"bytes delivered, limit {rules.max_delivery_bytes}"
-        )
-    refusal = rules.refusal(event)
-    if refusal is not None:
-        return poison(f"{rules.name} cannot take it: {refusal}")
+    if why_not is not None:
+        return poison(why_not)
     return _Publish(candidate, event, size)
 
 
@@ -361,9 +398,25 @@ class Publication:
     """The state of one :func:`publish_outbox_items` call."""
 
     #: Full chunks of deletes go out on a worker thread while the next call to
-    #: the sink does. A subclass may turn it off: every delete then waits for
-    #: the last send (the benchmark's comparison, ``benchmarks/overlapped.py``).
+    #: the sink does, once a call to the sink was seen waiting on the network
+    #: (:data:`OVERLAP_MIN_WAIT_SECONDS`): the overlap saves wall time only
+    #: then, and costs CPU (a thread, and two threads taking turns with the
+    #: interpreter) when calls answer at once. What is left after the last call
+    #: is deleted in the caller's thread (nothing to overlap with: no hop). A
+    #: subclass may turn the overlap off: every delete then waits for the last
+    #: send (the benchmark's comparison, ``benchmarks/overlapped.py``).
     overlaps_deletes: ClassVar[bool] = True
+    #: How long a call must have waited to start the overlap, and the clocks
+    #: that tell it: wall time, and this thread's CPU time.
+    overlap_min_wait_seconds: ClassVar[float] = OVERLAP_MIN_WAIT_SECONDS
+
+    @staticmethod
+    def wall_clock() -> float:
+        return time.perf_counter()
+
+    @staticmethod
+    def cpu_clock() -> float:
+        return time.thread_time()
 
     def __init__(
         self,
@@ -394,6 +447,8 @@ class Publication:
         self._queued = 0  # published plans already added to _to_delete
         self._submitted = 0  # keys of _to_delete already handed to the deleter
         self._deletes: list[Future[None]] = []
+        self._deleter: ThreadPoolExecutor | None = None  # started by the first overlapped chunk
+        self._calls_wait = False  # a call to the sink waited on the network: overlap
 
     def publish(self, candidates: Sequence[OutboxCandidate]) -> PublishResult:
         """Run, then record where it must resume (if anywhere) in the result."""
@@ -405,24 +460,29 @@ class Publication:
 
     def run(self, candidates: Sequence[OutboxCandidate]) -> _Plan | None:
         plans = deque(_plan(candidate, self.sink, self.table_keys) for candidate in candidates)
-        failure: _Plan | None = None
         # One worker deletes full chunks of published items while the next call to
         # the sink goes out: both are network-bound and independent (an item is
         # only ever deleted after its own publication succeeded), which cuts the
         # invocation's wall time without changing any failure rule.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-delete") as deleter:
-            try:
-                failure = self._publish_all(plans, deleter)
-            finally:
-                # Even when something escapes, what went out is deleted: otherwise
-                # every retry of the batch (or sweep) would publish it again.
-                self._queue_deletes(deleter, final=True)
-                self.result.published += len(self.published)
-                for future in self._deletes:
-                    future.result()  # a crash in a delete still fails the invocation
-        return failure
+        try:
+            return self._publish_all(plans)
+        finally:
+            # Even when something escapes, what went out is deleted: otherwise
+            # every retry of the batch (or sweep) would publish it again.
+            self.result.published += len(self.published)
+            self._finish_deletes()
 
-    def _publish_all(self, plans: deque[_Plan], deleter: ThreadPoolExecutor) -> _Plan | None:
+    def _finish_deletes(self) -> None:
+        """Wait for the worker's chunks, then delete the rest here; a crash in any is raised."""
+        deleter, self._deleter = self._deleter, None
+        if deleter is not None:
+            wait(self._deletes)  # its counts are final before this thread adds to them
+            deleter.shutdown()
+        self._queue_deletes(final=True)
+        for future in self._deletes:
+            future.result()  # a crash in a delete still fails the invocation
+
+    def _publish_all(self, plans: deque[_Plan]) -> _Plan | None:
         """Send everything, retrying what fails retryably; the checkpoint if something is left.
 
         Entries that failed retryably go first in the next call, with the next
@@ -460,8 +520,8 @@ class Publication:
             again = self._send_and_settle(call) if call else []
             retrying = sorted([*again, *held], key=lambda plan: plan.candidate.position)
             calls += 1 if call else 0
-            if self.overlaps_deletes:
-                self._queue_deletes(deleter, final=False)
+            if self.overlaps_deletes and self._calls_wait and (retrying or plans):
+                self._queue_deletes(final=False)
             if unmarked is not None:  # a quarantine write that failed: resume there
                 return self._checkpoint([*retrying, unmarked], deque())
             for plan in again:
@@ -553,7 +613,11 @@ class Publication:
         )
         return first
 
-    def _queue_deletes(self, deleter: ThreadPoolExecutor, *, final: bool) -> None:
+    def _queue_deletes(self, *, final: bool) -> None:
+        """Hand each full chunk of published keys to the worker; with ``final``, delete the rest.
+
+        ``final`` deletes in this thread: nothing is left to overlap with.
+        """
         for plan in self.published[self._queued :]:
             self._to_delete.setdefault(_identity(plan.candidate.key), plan.candidate.key)
         self._queued = len(self.published)
@@ -561,14 +625,30 @@ class Publication:
         submitted = self._submitted
         while len(keys) - submitted >= BATCH_WRITE_MAX_ITEMS or (final and submitted < len(keys)):
             chunk = keys[submitted : submitted + BATCH_WRITE_MAX_ITEMS]
+            submitted += len(chunk)
+            self._submitted = submitted
+            if final:
+                self._delete_chunk(chunk)
+                continue
+            if self._deleter is None:
+                self._deleter = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="outbox-delete"
+                )
             # The worker runs in a copy of the caller's context, so context-bound
             # state (log keys, tracing, a test harness's attribution) follows it.
             context = contextvars.copy_context()
-            self._deletes.append(deleter.submit(context.run, self._delete_chunk, chunk))
-            submitted += len(chunk)
-        self._submitted = submitted
+            self._deletes.append(self._deleter.submit(context.run, self._delete_chunk, chunk))
 
     def _send(self, plans: list[_Publish]) -> list[EntryResult]:
+        started, cpu_started = self.wall_clock(), self.cpu_clock()
+        try:
+            return self._send_call(plans)
+        finally:
+            # Wall time the thread did not spend computing: the call waited (on AWS).
+            waited = (self.wall_clock() - started) - (self.cpu_clock() - cpu_started)
+            self._calls_wait = self._calls_wait or waited >= self.overlap_min_wait_seconds
+
+    def _send_call(self, plans: list[_Publish]) -> list[EntryResult]:
         self.result.send_calls += 1
         try:
             return self.sink.send([plan.event for plan in plans])

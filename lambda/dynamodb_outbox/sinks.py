@@ -32,10 +32,22 @@ event itself.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, NamedTuple, NotRequired, Protocol, TypedDict, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Literal,
+    NamedTuple,
+    NotRequired,
+    Protocol,
+    TypedDict,
+    cast,
+    overload,
+)
 
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.sizes import (
@@ -45,9 +57,17 @@ from dynamodb_outbox.sizes import (
     SNS_MAX_MESSAGE_BYTES,
     eventbridge_delivery_bytes,
     is_fifo,
-    sns_delivery_bytes,
+    json_string_bytes,
+    json_text_bytes,
+    sns_notification_bytes,
+    sqs_message_bytes,
 )
-from dynamodb_outbox.trace_context import TraceContext
+
+if TYPE_CHECKING:
+    # boto3-stubs (dev only, requirements-dev.txt): the clients' real types.
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_sns import SNSClient
 
 __all__ = [
     "EVENTBRIDGE_RULES",
@@ -85,6 +105,7 @@ __all__ = [
     "parse_topic_arn",
     "put_events_entry_size",
     "rules_for",
+    "sink_client",
     "sns_entry_size",
 ]
 
@@ -134,8 +155,19 @@ _RESERVED_SOURCE_PREFIX: Final = "aws."
 # 9,223,372,036,854,775,807."
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
-# JSON writes numbers in ASCII digits only.
-_LONG_DIGIT_RUN: Final = re.compile(r"[0-9]{19}")
+# JSON writes numbers in ASCII digits only: an integer of 19 digits or more is a
+# run of 19 digits in the text. Told by mapping every digit byte to "0" and every
+# other byte to "x" and looking for 19 zeros: a tenth of what a regex search
+# for [0-9]{19} costs, on every event (a UTF-8 multi-byte sequence holds no
+# byte below 0x80, so no digit).
+_DIGITS_AS_ZEROS: Final = bytes(0x30 if 0x30 <= b <= 0x39 else 0x78 for b in range(256))
+_NINETEEN_DIGITS: Final = b"0" * 19
+
+
+def _has_long_digit_run(text: str) -> bool:
+    """Whether ``text`` holds 19 ASCII digits in a row."""
+    return _NINETEEN_DIGITS in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZEROS)
+
 
 # The per-entry codes that say the entry itself is malformed: quarantined.
 # AccessDeniedException, InvalidAccountIdException and the two
@@ -161,11 +193,23 @@ SNS_MESSAGE_ATTRIBUTES: Final = (_SNS_TYPE_ATTRIBUTE, _SNS_SOURCE_ATTRIBUTE)
 SNS_ATTRIBUTE_OVERHEAD_BYTES: Final = (
     len(_SNS_TYPE_ATTRIBUTE) + len(_SNS_SOURCE_ATTRIBUTE) + 2 * len(SNS_STRING_DATA_TYPE)
 )
-# MessageGroupId / MessageDeduplicationId: 1-128 ASCII letters, digits, punctuation.
-_SNS_FIFO_ID: Final = re.compile(r"[!-~]{1,128}")
+# The patterns below are compiled the first time they are needed, not at import:
+# compiling one costs a cold start 0.1 to 0.5 ms, and a publisher to EventBridge
+# needs none of the SNS ones.
+
+
+@functools.cache
+def _sns_fifo_id() -> re.Pattern[str]:
+    # MessageGroupId / MessageDeduplicationId: 1-128 ASCII letters, digits, punctuation.
+    return re.compile(r"[!-~]{1,128}")
+
+
 # Message attribute values travel to the SQS subscription as SQS message
 # attributes, which take XML 1.0 characters only (no controls but tab, LF, CR).
-_NOT_XML_CHARACTER: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+@functools.cache
+def _not_xml_character() -> re.Pattern[str]:
+    return re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
 
 # The SNS codes that say the message itself is malformed. SNS flags nearly every
 # error SenderFault, throttling, authorisation and KMS errors included, so the
@@ -180,17 +224,32 @@ POISON_SNS_CODES: Final = frozenset(
 
 
 # The entry shapes match boto3-stubs' (mypy_boto3_events, mypy_boto3_sns) key for
-# key, so that the real clients satisfy these Protocols under mypy.
+# key, so that the real clients satisfy these Protocols under mypy. For the type
+# checker only: each TypedDict costs a cold start about 0.1 ms to define.
+if TYPE_CHECKING:
 
+    class PutEventsRequestEntry(TypedDict, total=False):
+        Time: datetime | str
+        Source: str
+        Resources: Sequence[str]
+        DetailType: str
+        Detail: str
+        EventBusName: str
+        TraceHeader: str
 
-class PutEventsRequestEntry(TypedDict, total=False):
-    Time: datetime | str
-    Source: str
-    Resources: Sequence[str]
-    DetailType: str
-    Detail: str
-    EventBusName: str
-    TraceHeader: str
+    class SnsMessageAttributeValue(TypedDict):
+        DataType: str
+        StringValue: str
+
+    class PublishBatchRequestEntry(TypedDict):
+        Id: str
+        Message: str
+        Subject: NotRequired[str]
+        MessageStructure: NotRequired[str]
+        #: of :class:`SnsMessageAttributeValue` (the stubs' value type also has BinaryValue)
+        MessageAttributes: NotRequired[Mapping[str, Any]]
+        MessageDeduplicationId: NotRequired[str]
+        MessageGroupId: NotRequired[str]
 
 
 class EventsClient(Protocol):
@@ -199,20 +258,30 @@ class EventsClient(Protocol):
     def put_events(self, *, Entries: list[PutEventsRequestEntry]) -> Mapping[str, Any]: ...
 
 
-class SnsMessageAttributeValue(TypedDict):
-    DataType: str
-    StringValue: str
+@overload
+def sink_client(service: Literal["dynamodb"]) -> DynamoDBClient: ...
+@overload
+def sink_client(service: Literal["events"]) -> EventBridgeClient: ...
+@overload
+def sink_client(service: Literal["sns"]) -> SNSClient: ...
+def sink_client(service: Literal["dynamodb", "events", "sns"]) -> object:
+    """The boto3 client a sink sends with (``events`` or ``sns``): no parameter validation.
 
+    botocore checks every request against the API's model before sending it:
+    for ``PutEvents`` and ``PublishBatch`` that is types, required members and
+    minimum lengths, about a tenth of the publisher's CPU per event. The sink's
+    own rules (:meth:`SinkRules.check`, and the envelope's checks before them)
+    already hold every entry to more than that, and a test builds the requests
+    of the edge events those rules let through and passes each one through
+    botocore's validator (``tests/unit/test_sink_checks_once.py``), so the check
+    is made once, not twice. Region and endpoint come from the environment, as
+    :func:`dynamodb_outbox.settings.boto3_client`'s do. The handlers' table
+    client: :func:`dynamodb_outbox.publishing.table_client`.
+    """
+    import boto3
+    from botocore.config import Config
 
-class PublishBatchRequestEntry(TypedDict):
-    Id: str
-    Message: str
-    Subject: NotRequired[str]
-    MessageStructure: NotRequired[str]
-    #: of :class:`SnsMessageAttributeValue` (the stubs' value type also has BinaryValue)
-    MessageAttributes: NotRequired[Mapping[str, Any]]
-    MessageDeduplicationId: NotRequired[str]
-    MessageGroupId: NotRequired[str]
+    return boto3.client(service, config=Config(parameter_validation=False))
 
 
 class SnsClient(Protocol):
@@ -249,6 +318,9 @@ class EntryResult(NamedTuple):
     @property
     def ok(self) -> bool:
         return self.error_code is None
+
+
+_ACCEPTED: Final = EntryResult()
 
 
 class SinkError(Exception):
@@ -295,6 +367,17 @@ class SinkRules(Protocol):
         """Why the transport would never accept ``event`` besides its size, or None."""
         ...
 
+    def check(self, event: OutboundEvent) -> tuple[int, str | None]:
+        """:meth:`entry_size`, and why ``event`` can never be sent (None if it can), at once.
+
+        The publisher's one pass over an event: over :attr:`max_request_bytes`,
+        over :attr:`max_delivery_bytes` or a :meth:`refusal`, told in that
+        order, each as the reason its item is quarantined. What depends only on
+        the event's source and type is worked out once per pair.
+        ``UnicodeEncodeError`` as :meth:`entry_size`.
+        """
+        ...
+
     @property
     def orders_by_subject(self) -> bool:
         """Whether the transport keeps the events of one subject in order (SNS FIFO).
@@ -315,9 +398,11 @@ def _utf16_length(text: str) -> int:
 
 # A JSON string (skipped), or an integer of 19 digits or more: not part of a
 # fraction or an exponent (no digit, point, e or sign before; no point or e after).
-_STRING_OR_LONG_INTEGER: Final = re.compile(
-    r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![0-9.eE+\-])(-?[0-9]{19,})(?![0-9.eE])', re.DOTALL
-)
+@functools.cache
+def _string_or_long_integer() -> re.Pattern[str]:
+    return re.compile(
+        r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![0-9.eE+\-])(-?[0-9]{19,})(?![0-9.eE])', re.DOTALL
+    )
 
 
 def _int64_overflow(text: str) -> str | None:
@@ -327,13 +412,34 @@ def _int64_overflow(text: str) -> str | None:
     of a duplicate key a parse drops). JSON has no leading zeros, so 20 digits
     or more are always out of range.
     """
-    for match in _STRING_OR_LONG_INTEGER.finditer(text):
+    for match in _string_or_long_integer().finditer(text):
         digits = match.group(1)
         if digits is not None and (
             len(digits.lstrip("-")) > 19 or not _INT64_MIN <= int(digits) <= _INT64_MAX
         ):
             return digits
     return None
+
+
+def _utf8_length(text: str) -> int:
+    # An ASCII string's length is its UTF-8 size; isascii() reads a flag, not the text.
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _verdict(
+    rules: SinkRules, size: int, delivered: int, refusal: Callable[[], str | None]
+) -> str | None:
+    """Why an event of ``size`` entry bytes, ``delivered`` bytes at most, can never be sent."""
+    if size > rules.max_request_bytes:
+        return f"event too large for {rules.name}: {size} bytes, limit {rules.max_request_bytes}"
+    if delivered > rules.max_delivery_bytes:
+        # Sent, it would be lost between the bus or topic and the queue.
+        return (
+            f"event too large for the consumer queues after {rules.name}: up to {delivered} "
+            f"bytes delivered, limit {rules.max_delivery_bytes}"
+        )
+    why = refusal()
+    return None if why is None else f"{rules.name} cannot take it: {why}"
 
 
 def put_events_entry_size(
@@ -361,42 +467,78 @@ class EventBridgeRules(NamedTuple):
         return False  # EventBridge delivers in no particular order
 
     def delivery_size(self, event: OutboundEvent) -> int:
-        return eventbridge_delivery_bytes(
-            source=event.envelope.source, detail_type=event.envelope.type, detail=event.body
-        )
+        envelope = event.envelope
+        head = _eventbridge_head(envelope.source, envelope.type)
+        return head[1] + json_text_bytes(event.body)
 
     def entry_size(self, event: OutboundEvent) -> int:
-        return put_events_entry_size(
-            source=event.envelope.source,
-            detail_type=event.envelope.type,
-            detail=event.body,
-            has_time=event.time >= _EPOCH,
-        )
+        envelope = event.envelope
+        head = _eventbridge_head(envelope.source, envelope.type)
+        return head[0] + _utf8_length(event.body) + _time_bytes(event)
 
     def refusal(self, event: OutboundEvent) -> str | None:
         envelope = event.envelope
-        detail_type_length = _utf16_length(envelope.type)
-        if detail_type_length > PUT_EVENTS_MAX_DETAIL_TYPE_LENGTH:
+        return _eventbridge_head(envelope.source, envelope.type)[2] or _detail_refusal(event.body)
+
+    def check(self, event: OutboundEvent) -> tuple[int, str | None]:
+        envelope, body = event.envelope, event.body
+        head_size, head_delivered, head_refusal = _eventbridge_head(envelope.source, envelope.type)
+        size = head_size + _utf8_length(body) + _time_bytes(event)
+        delivered = head_delivered + json_text_bytes(body)
+        if (
+            size <= self.max_request_bytes
+            and delivered <= self.max_delivery_bytes
+            and head_refusal is None
+            and not _has_long_digit_run(body)
+        ):
+            return size, None  # the common case, without building a closure
+        return size, _verdict(self, size, delivered, lambda: head_refusal or _detail_refusal(body))
+
+
+def _time_bytes(event: OutboundEvent) -> int:
+    return PUT_EVENTS_TIME_BYTES if event.time >= _EPOCH else 0
+
+
+@functools.lru_cache(maxsize=1024)
+def _eventbridge_head(source: str, detail_type: str) -> tuple[int, int, str | None]:
+    """What a source and type add to an entry and to its delivery, and why PutEvents refuses them.
+
+    The same for every event of that source and type: worked out once per pair.
+    """
+    return (
+        put_events_entry_size(source=source, detail_type=detail_type, detail="", has_time=False),
+        eventbridge_delivery_bytes(source=source, detail_type=detail_type, detail=""),
+        _eventbridge_fields_refusal(source, detail_type),
+    )
+
+
+def _eventbridge_fields_refusal(source: str, detail_type: str) -> str | None:
+    detail_type_length = _utf16_length(detail_type)
+    if detail_type_length > PUT_EVENTS_MAX_DETAIL_TYPE_LENGTH:
+        return (
+            f"type is {detail_type_length} characters; PutEvents takes a DetailType of at "
+            f"most {PUT_EVENTS_MAX_DETAIL_TYPE_LENGTH}"
+        )
+    source_length = _utf16_length(source)
+    if source_length > PUT_EVENTS_MAX_SOURCE_LENGTH:
+        return (
+            f"source is {source_length} characters; PutEvents takes a Source of at most "
+            f"{PUT_EVENTS_MAX_SOURCE_LENGTH}"
+        )
+    if source[: len(_RESERVED_SOURCE_PREFIX)].lower() == _RESERVED_SOURCE_PREFIX:
+        return f"source {source[:64]!r} starts with 'aws.', which AWS reserves"
+    return None
+
+
+def _detail_refusal(detail: str) -> str | None:
+    if _has_long_digit_run(detail):  # only then can an integer be out of range
+        overflow = _int64_overflow(detail)
+        if overflow is not None:
             return (
-                f"type is {detail_type_length} characters; PutEvents takes a DetailType of at "
-                f"most {PUT_EVENTS_MAX_DETAIL_TYPE_LENGTH}"
+                f"the event holds the integer {overflow[:40]}, outside the signed 64-bit "
+                "range PutEvents accepts (send it as a string)"
             )
-        source_length = _utf16_length(envelope.source)
-        if source_length > PUT_EVENTS_MAX_SOURCE_LENGTH:
-            return (
-                f"source is {source_length} characters; PutEvents takes a Source of at most "
-                f"{PUT_EVENTS_MAX_SOURCE_LENGTH}"
-            )
-        if envelope.source[: len(_RESERVED_SOURCE_PREFIX)].lower() == _RESERVED_SOURCE_PREFIX:
-            return f"source {envelope.source[:64]!r} starts with 'aws.', which AWS reserves"
-        if _LONG_DIGIT_RUN.search(event.body):  # only then can an integer be out of range
-            overflow = _int64_overflow(event.body)
-            if overflow is not None:
-                return (
-                    f"the event holds the integer {overflow[:40]}, outside the signed 64-bit "
-                    "range PutEvents accepts (send it as a string)"
-                )
-        return None
+    return None
 
 
 def sns_entry_size(message: str, attributes: Mapping[str, SnsMessageAttributeValue]) -> int:
@@ -414,9 +556,13 @@ def sns_entry_size(message: str, attributes: Mapping[str, SnsMessageAttributeVal
 
 
 def _sns_attributes(envelope: Envelope) -> dict[str, SnsMessageAttributeValue]:
+    return _sns_attribute_values(envelope.type, envelope.source)
+
+
+def _sns_attribute_values(event_type: str, source: str) -> dict[str, SnsMessageAttributeValue]:
     return {
-        _SNS_TYPE_ATTRIBUTE: {"DataType": SNS_STRING_DATA_TYPE, "StringValue": envelope.type},
-        _SNS_SOURCE_ATTRIBUTE: {"DataType": SNS_STRING_DATA_TYPE, "StringValue": envelope.source},
+        _SNS_TYPE_ATTRIBUTE: {"DataType": SNS_STRING_DATA_TYPE, "StringValue": event_type},
+        _SNS_SOURCE_ATTRIBUTE: {"DataType": SNS_STRING_DATA_TYPE, "StringValue": source},
     }
 
 
@@ -434,30 +580,75 @@ class SnsRules(NamedTuple):
         return self.fifo  # the subject is the FIFO message group
 
     def delivery_size(self, event: OutboundEvent) -> int:
-        attributes = {
-            name: (value["DataType"], value["StringValue"])
-            for name, value in _sns_attributes(event.envelope).items()
-        }
-        return sns_delivery_bytes(event.body, attributes, fifo=self.fifo)
+        envelope, body = event.envelope, event.body
+        _, raw_head, notification_head, _ = _sns_head(envelope.source, envelope.type, self.fifo)
+        return _sns_delivered(body, raw_head, notification_head)
 
     def entry_size(self, event: OutboundEvent) -> int:
-        return sns_entry_size(event.body, _sns_attributes(event.envelope))
+        envelope = event.envelope
+        return _sns_head(envelope.source, envelope.type, self.fifo)[0] + _utf8_length(event.body)
 
     def refusal(self, event: OutboundEvent) -> str | None:
         envelope = event.envelope
-        for name, value in (("type", envelope.type), ("source", envelope.source)):
-            bad = _NOT_XML_CHARACTER.search(value)
-            if bad is not None:
-                return (
-                    f"{name} holds the character U+{ord(bad.group()):04X}, which an SNS message "
-                    "attribute (and the SQS message it becomes) cannot carry"
-                )
-        if self.fifo and not _SNS_FIFO_ID.fullmatch(envelope.subject):
+        return _sns_head(envelope.source, envelope.type, self.fifo)[3] or self._subject_refusal(
+            envelope.subject
+        )
+
+    def check(self, event: OutboundEvent) -> tuple[int, str | None]:
+        envelope, body = event.envelope, event.body
+        entry_head, raw_head, notification_head, head_refusal = _sns_head(
+            envelope.source, envelope.type, self.fifo
+        )
+        size = entry_head + _utf8_length(body)
+        delivered = _sns_delivered(body, raw_head, notification_head)
+        subject = envelope.subject
+        return size, _verdict(
+            self, size, delivered, lambda: head_refusal or self._subject_refusal(subject)
+        )
+
+    def _subject_refusal(self, subject: str) -> str | None:
+        if self.fifo and not _sns_fifo_id().fullmatch(subject):
             return (
-                f"subject {envelope.subject[:150]!r} cannot be a FIFO MessageGroupId "
+                f"subject {subject[:150]!r} cannot be a FIFO MessageGroupId "
                 "(1-128 ASCII letters, digits or punctuation)"
             )
         return None
+
+
+def _sns_delivered(body: str, raw_head: int, notification_head: int) -> int:
+    """The longer of the raw SQS message and the notification (sizes.sns_delivery_bytes)."""
+    raw = raw_head + _utf8_length(body)
+    return max(raw, notification_head + json_string_bytes(body) - _EMPTY_JSON_STRING)
+
+
+_EMPTY_JSON_STRING: Final = len('""')
+
+
+@functools.lru_cache(maxsize=1024)
+def _sns_head(source: str, event_type: str, fifo: bool) -> tuple[int, int, int, str | None]:
+    """What a source and type add to a message, its raw and notified forms, and their refusal.
+
+    The same for every event of that source and type (``sns_entry_size``,
+    ``sizes.sqs_message_bytes`` and ``sizes.sns_notification_bytes`` of an
+    empty message): worked out once per pair.
+    """
+    attributes = _sns_attribute_values(event_type, source)
+    pairs = {name: (value["DataType"], value["StringValue"]) for name, value in attributes.items()}
+    refusal = None
+    for name, value in (("type", event_type), ("source", source)):
+        bad = _not_xml_character().search(value)
+        if bad is not None:
+            refusal = (
+                f"{name} holds the character U+{ord(bad.group()):04X}, which an SNS message "
+                "attribute (and the SQS message it becomes) cannot carry"
+            )
+            break
+    return (
+        sns_entry_size("", attributes),
+        sqs_message_bytes("", pairs),
+        sns_notification_bytes("", pairs, fifo=fifo),
+        refusal,
+    )
 
 
 EVENTBRIDGE_RULES: Final = EventBridgeRules()
@@ -526,11 +717,16 @@ class EventBridgeSink:
         }
         if event.time >= _EPOCH:
             entry["Time"] = event.time
-        trace = TraceContext.parse(event.envelope.traceparent)
-        if trace is not None:
-            # EventBridge carries it to the targets (an SQS target's AWSTraceHeader);
-            # it is not part of the entry size AWS counts.
-            entry["TraceHeader"] = trace.xray_header()
+        traceparent = event.envelope.traceparent
+        if traceparent is not None:
+            # Imported by the first event that carries a trace, not at every cold start.
+            from dynamodb_outbox.trace_context import TraceContext
+
+            trace = TraceContext.parse(traceparent)
+            if trace is not None:
+                # EventBridge carries it to the targets (an SQS target's AWSTraceHeader);
+                # it is not part of the entry size AWS counts.
+                entry["TraceHeader"] = trace.xray_header()
         return entry
 
     def send(self, events: Sequence[OutboundEvent]) -> list[EntryResult]:
@@ -546,6 +742,8 @@ class EventBridgeSink:
 
     @staticmethod
     def _result(entry: object) -> EntryResult:
+        if type(entry) is dict and "ErrorCode" not in entry:
+            return _ACCEPTED  # the common answer, told without the Mapping ABC
         code = entry.get("ErrorCode") if isinstance(entry, Mapping) else "MalformedResponse"
         if not code:
             return EntryResult()
@@ -559,10 +757,12 @@ class EventBridgeSink:
 
 #: SNS ``CreateTopic``: 1-256 ASCII letters, digits, ``_`` and ``-``, a FIFO
 #: topic's ending in ``.fifo`` (counted in the 256); accounts are 12 digits.
-_SNS_TOPIC_ARN: Final = re.compile(
-    r"arn:(aws[a-z-]*):sns:([a-z0-9-]+):(\d{12}):"
-    rf"((?=[A-Za-z0-9_.-]{{1,256}}\Z)[A-Za-z0-9_-]+(?:{re.escape(FIFO_SUFFIX)})?)"
-)
+@functools.cache
+def _sns_topic_arn() -> re.Pattern[str]:
+    return re.compile(
+        r"arn:(aws[a-z-]*):sns:([a-z0-9-]+):(\d{12}):"
+        rf"((?=[A-Za-z0-9_.-]{{1,256}}\Z)[A-Za-z0-9_-]+(?:{re.escape(FIFO_SUFFIX)})?)"
+    )
 
 
 class TopicArn(NamedTuple):
@@ -585,7 +785,7 @@ def parse_topic_arn(arn: object) -> TopicArn:
 
     Raises ``ValueError`` showing the form expected.
     """
-    found = _SNS_TOPIC_ARN.fullmatch(arn) if isinstance(arn, str) else None
+    found = _sns_topic_arn().fullmatch(arn) if isinstance(arn, str) else None
     if found is None:
         raise ValueError(
             f"must be an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>), got {arn!r}"

@@ -54,11 +54,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Any, Final, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox._clock import remaining_seconds
@@ -87,6 +86,7 @@ from dynamodb_outbox.publishing import (
     PublishResult,
     describe_error,
     publish_outbox_items,
+    table_client,
 )
 from dynamodb_outbox.regions import SINGLE_REGION, RegionScope, regional_shard
 from dynamodb_outbox.settings import (
@@ -95,7 +95,6 @@ from dynamodb_outbox.settings import (
     ENV_MIN_AGE_SECONDS,
     ENV_TABLE_NAME,
     ClientFactory,
-    boto3_client,
     integer_env,
     pending_index_from_environment,
     pending_shards_from_environment,
@@ -104,7 +103,7 @@ from dynamodb_outbox.settings import (
     sink_from_environment,
     table_keys_from_environment,
 )
-from dynamodb_outbox.sinks import Sink
+from dynamodb_outbox.sinks import Sink, sink_client
 from dynamodb_outbox.stream_types import AttributeMap
 from dynamodb_outbox.subject_sequences import (
     PendingSequences,
@@ -115,6 +114,9 @@ from dynamodb_outbox.subject_sequences import (
     subject_of,
 )
 from dynamodb_outbox.table_keys import TableKeys
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
@@ -659,11 +661,12 @@ def runtime_from_environment(
 ) -> SweeperRuntime:
     """The sweeper's settings; raises :class:`ConfigurationError` naming a bad variable."""
     environ = os.environ if environ is None else environ
-    make_client: ClientFactory = client_factory or boto3_client
     return SweeperRuntime(
-        sink=sink_from_environment(environ, make_client),
+        # The sink's client without botocore's parameter validation (sinks.sink_client).
+        sink=sink_from_environment(environ, client_factory or sink_client),
         table_name=required_env(ENV_TABLE_NAME, environ),
-        dynamodb_client=make_client("dynamodb"),
+        # Without botocore's parameter validation (publishing.table_client).
+        dynamodb_client=client_factory("dynamodb") if client_factory else table_client(),
         index_name=pending_index_from_environment(environ),
         shards=pending_shards_from_environment(environ),
         min_age_seconds=integer_env(environ, ENV_MIN_AGE_SECONDS, DEFAULT_MIN_AGE_SECONDS, 0),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -98,9 +98,9 @@ class FaultyDynamoDB:
 class Run:
     result: PublishResult
     events: RecordingEvents
-    #: the delete retries' waits (on the deleter thread)
+    #: the delete retries' waits (the worker's chunks, and the last chunk in the caller's thread)
     sleeps: list[float]
-    #: the waits before a call that sends entries again (on the caller's thread)
+    #: the waits before a call that sends entries again
     sleeps_between_calls: list[float]
 
 
@@ -117,7 +117,9 @@ def run_publisher(
     waits: list[tuple[str, float]] = []
 
     def sleep(seconds: float) -> None:
-        waits.append((threading.current_thread().name, seconds))
+        # Told apart by who waits: the deletes run on the worker thread and, for
+        # the last chunk, in the caller's thread.
+        waits.append((sys._getframe(1).f_code.co_name, seconds))
 
     result = publish_stream_batch(
         records,  # type: ignore[arg-type]
@@ -133,12 +135,11 @@ def run_publisher(
             table_keys=DEFAULT_TABLE_KEYS,
         ),
     )
-    caller = threading.current_thread().name
     return Run(
         result=result,
         events=events,
-        sleeps=[seconds for thread, seconds in waits if thread != caller],
-        sleeps_between_calls=[seconds for thread, seconds in waits if thread == caller],
+        sleeps=[seconds for waiter, seconds in waits if waiter == "_delete_chunk"],
+        sleeps_between_calls=[seconds for waiter, seconds in waits if waiter != "_delete_chunk"],
     )
 
 

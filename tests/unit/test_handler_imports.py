@@ -1,0 +1,69 @@
+"""A handler's cold start imports only what every invocation needs.
+
+The ordered path (SNS FIFO) reads the table before sending and needs the
+pending index and the subject sequences; an event with a trace needs the trace
+context; ``LambdaContext`` is a type. Each is loaded the first time it is
+needed, so a cold start that never needs it does not pay for it
+(docs/decisions.md, "Bytecode in the zip"). Each handler is imported in a fresh
+interpreter, as Lambda does. (The ordered path's tests, tests/functional/
+test_publisher_ordered.py and test_sweeper_ordered.py, run the deferred imports.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LAMBDA_DIR = Path(__file__).resolve().parents[2] / "lambda"
+
+_PROBE = (
+    "import importlib, json, sys\n"
+    "importlib.import_module(sys.argv[1])\n"
+    "print(json.dumps(sorted(sys.modules)))\n"
+)
+
+#: Loaded at first use, never by importing the handler.
+NOT_AT_IMPORT = {
+    "dynamodb_outbox.publisher": {
+        "dynamodb_outbox.pending_index",
+        "dynamodb_outbox.subject_sequences",
+        "dynamodb_outbox.trace_context",
+        "aws_lambda_powertools.utilities.typing",
+    },
+    "dynamodb_outbox.sweeper": {
+        "dynamodb_outbox.trace_context",
+        "aws_lambda_powertools.utilities.typing",
+    },
+}
+
+
+def _modules_after_import(module: str) -> set[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(LAMBDA_DIR), os.environ.get("PYTHONPATH", "")]),
+        "AWS_DEFAULT_REGION": "eu-west-1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, module],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return set(json.loads(done.stdout))
+
+
+@pytest.mark.parametrize("handler", sorted(NOT_AT_IMPORT))
+def test_a_handler_import_leaves_out_what_only_some_invocations_need(handler: str) -> None:
+    # WHEN the handler's module is imported in a fresh interpreter
+    loaded = _modules_after_import(handler)
+
+    # THEN it is loaded, and none of what only some invocations need is
+    assert handler in loaded
+    assert "dynamodb_outbox.sinks" in loaded  # the probe sees the package's modules
+    assert NOT_AT_IMPORT[handler] & loaded == set()
