@@ -85,10 +85,6 @@ def _key(pk: str, event_id: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: the standing rule reads the ULID's age; docs/multi-region.md now says so",
-)
 def test_a_released_item_is_not_adopted_while_its_region_is_up(
     regions: dict[str, Region], clock: VirtualClock
 ) -> None:
@@ -124,6 +120,7 @@ def test_a_released_item_is_not_adopted_while_its_region_is_up(
         pending_shards=8,
         make_client=east.session.client,
         now=clock.now_datetime(),
+        table_keys=DEFAULT_TABLE_KEYS,
     )
     quarantined = east.dynamodb.get_item(TableName=TABLE, Key=key, ConsistentRead=True)["Item"]
     assert release_item(ctx, quarantined)
@@ -142,6 +139,8 @@ def test_a_released_item_is_not_adopted_while_its_region_is_up(
     # west's standing rule found nothing to adopt
     published = Counter(east.drain_bus() + west.drain_bus())
     assert west_run.publish.published == 0, "west adopted east's item while east was up"
+    assert west_run.adoption_waits_for_release == 1
+    assert west_run.other_region == 0
     assert east_run.publish.published == 1
     assert published == Counter({event.id: 1})
 
