@@ -258,3 +258,78 @@ run "a_key_named_like_the_region_stamp_is_refused" {
 
   expect_failures = [terraform_data.multi_region]
 }
+
+# A replica an instance takes as an existing table (table.create = false) is
+# checked like any existing table, in its own region: its stream and the
+# sweeper's pending index (table.tf postconditions on data.aws_dynamodb_table).
+run "a_replica_without_a_stream_is_refused" {
+  command   = plan
+  providers = { aws = aws.us_east_1 }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:111122223333:orders-outbox-event-bus-dlq"
+    }
+  }
+
+  variables {
+    table        = { create = false, name = "orders-outbox" }
+    multi_region = {}
+  }
+
+  override_data {
+    target = data.aws_dynamodb_table.existing[0]
+    values = {
+      arn                    = "arn:aws:dynamodb:us-east-1:111122223333:table/orders-outbox"
+      stream_arn             = ""
+      stream_enabled         = false
+      stream_view_type       = ""
+      hash_key               = "PK"
+      range_key              = "SK"
+      attribute              = [{ name = "PK", type = "S" }, { name = "SK", type = "S" }, { name = "outbox_pending_shard", type = "S" }]
+      global_secondary_index = [{ name = "outbox-pending", hash_key = "outbox_pending_shard", range_key = "SK", projection_type = "KEYS_ONLY", non_key_attributes = [], read_capacity = 0, write_capacity = 0 }]
+      billing_mode           = "PAY_PER_REQUEST"
+      server_side_encryption = []
+    }
+  }
+
+  expect_failures = [data.aws_dynamodb_table.existing]
+}
+
+run "a_replica_without_the_pending_index_is_refused" {
+  command   = plan
+  providers = { aws = aws.us_east_1 }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:111122223333:orders-outbox-event-bus-dlq"
+    }
+  }
+
+  variables {
+    table        = { create = false, name = "orders-outbox" }
+    multi_region = { adopted_regions = ["eu-west-1"] }
+  }
+
+  override_data {
+    target = data.aws_dynamodb_table.existing[0]
+    values = {
+      arn                    = "arn:aws:dynamodb:us-east-1:111122223333:table/orders-outbox"
+      stream_arn             = "arn:aws:dynamodb:us-east-1:111122223333:table/orders-outbox/stream/2024-05-01T00:00:00.000"
+      stream_enabled         = true
+      stream_view_type       = "NEW_AND_OLD_IMAGES"
+      hash_key               = "PK"
+      range_key              = "SK"
+      attribute              = [{ name = "PK", type = "S" }, { name = "SK", type = "S" }]
+      global_secondary_index = []
+      billing_mode           = "PAY_PER_REQUEST"
+      server_side_encryption = []
+    }
+  }
+
+  expect_failures = [data.aws_dynamodb_table.existing]
+}
