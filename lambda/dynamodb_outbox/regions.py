@@ -42,6 +42,7 @@ __all__ = [
     "REGION_SHARD_SEPARATOR",
     "SINGLE_REGION",
     "RegionScope",
+    "is_region_name",
     "region_of",
     "regional_shard",
     "stream_filter_patterns",
@@ -177,6 +178,11 @@ def _is_region(name: object) -> bool:
         and _REGION_NAME.fullmatch(name) is not None
         and REGION_SHARD_SEPARATOR not in name
     )
+
+
+def is_region_name(name: object) -> bool:
+    """Whether ``name`` is an AWS region name as the module takes it (``eu-west-1``)."""
+    return _is_region(name)
 
 
 def parse_regions(text: str) -> tuple[str, ...]:
