@@ -115,9 +115,7 @@ class ExpectedSender:
     forwarded_from: tuple[str, ...] = ()
 
     @classmethod
-    def eventbridge(
-        cls, event_bus_arn: str, forwarded_from: Iterable[str] = ()
-    ) -> ExpectedSender:
+    def eventbridge(cls, event_bus_arn: str, forwarded_from: Iterable[str] = ()) -> ExpectedSender:
         arn = _checked_arn(event_bus_arn, "events", ENV_CONSUMER_EVENT_BUS_ARN)
         regions = tuple(dict.fromkeys(forwarded_from))
         own = arn.split(":")[3]
