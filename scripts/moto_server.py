@@ -4,7 +4,9 @@
 Three differences between moto (5.2.5, the pinned version) and AWS matter to the
 module's consumer queues (the third, an EventBridge event delivered without its
 ``account``, is fixed by :func:`dynamodb_outbox.local.moto_events.deliver_event_account`,
-which in-process runs and the testing kit use too):
+which in-process runs and the testing kit use too, as they use
+:func:`~dynamodb_outbox.local.moto_events.forward_events_as_aws`, an event forwarded
+to another region's bus keeping its origin):
 
 * moto accepts ``RedriveAllowPolicy`` in ``CreateQueue``/``SetQueueAttributes``
   but never returns it from ``GetQueueAttributes``. The module sets a
@@ -31,7 +33,7 @@ import json
 import sys
 from typing import Any
 
-from dynamodb_outbox.local.moto_events import deliver_event_account
+from dynamodb_outbox.local.moto_events import deliver_event_account, forward_events_as_aws
 
 REDRIVE_ALLOW_POLICY = "RedriveAllowPolicy"
 REDRIVE_POLICY = "RedrivePolicy"
@@ -79,6 +81,7 @@ def patch_moto() -> None:
     keep_redrive_allow_policy()
     compact_redrive_policy()
     deliver_event_account()
+    forward_events_as_aws()
 
 
 def main(argv: list[str] | None = None) -> None:

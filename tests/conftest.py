@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dynamodb_outbox.local.moto_events import deliver_event_account
+from dynamodb_outbox.local.moto_events import deliver_event_account, forward_events_as_aws
 from tests import faster_moto
 from tests.dependency_shortcuts import OFF, allowed
 from tests.go_garbage_collection import collect_go_garbage_less_often
@@ -26,8 +26,10 @@ collect_go_garbage_less_often()
 faster_moto.install()
 
 
-# In-process moto too: EventBridge events reach SQS with their ``account``.
+# In-process moto too: EventBridge events reach SQS with their ``account``, and
+# an event forwarded to another region's bus keeps its origin (account, region).
 deliver_event_account()
+forward_events_as_aws()
 
 
 def pytest_configure(config: pytest.Config) -> None:
