@@ -68,6 +68,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 #: run as covering them. ``make test-slow`` runs them, and .ci/run runs both.
 SLOW = (
     "tests/terraform/test_live_switch_on_emulator.py",
+    "tests/terraform/test_multi_region_on_emulator.py",
     "tests/terraform/test_examples_on_emulator.py::test_complete_example_applies_and_destroys_cleanly",
     "tests/terraform/test_examples_on_emulator.py::test_sns_fifo_example_applies_and_destroys_cleanly",
     "tests/security/test_checkov.py::test_checkov_finds_no_failed_check",
