@@ -140,6 +140,11 @@ run "other_region_takes_its_replica_through_an_alias" {
     condition     = aws_lambda_function.publisher.environment[0].variables["OUTBOX_PUBLISHES_UNSTAMPED"] == "false" && !contains(keys(aws_lambda_function.sweeper[0].environment[0].variables), "OUTBOX_ADOPTED_REGIONS")
     error_message = "A region other than the home region publishes no unstamped item and adopts nothing by default."
   }
+
+  assert {
+    condition     = length(aws_iam_role.forwarder) == 0 && length(aws_cloudwatch_event_rule.forward) == 0 && !contains(keys(output.consumer_environment), "OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS") && output.forwarder_role_arn == null
+    error_message = "No forwarding unless asked for: no forwarder, and consumers accept their own region only."
+  }
 }
 
 run "adoption_is_the_sweepers_behind_an_explicit_input" {
@@ -385,19 +390,6 @@ run "events_cross_regions_bus_to_bus_behind_an_explicit_input" {
   assert {
     condition     = output.consumer_environment["OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS"] == "us-east-1"
     error_message = "Consumers (the module's, consumers.tf, and callers') accept the regions forwarding to this bus."
-  }
-}
-
-run "without_forwarding_no_forwarder_and_consumers_accept_their_region_only" {
-  command = plan
-
-  variables {
-    multi_region = {}
-  }
-
-  assert {
-    condition     = length(aws_iam_role.forwarder) == 0 && length(aws_cloudwatch_event_rule.forward) == 0 && !contains(keys(output.consumer_environment), "OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS") && output.forwarder_role_arn == null
-    error_message = "No forwarding unless asked for."
   }
 }
 
