@@ -19,13 +19,13 @@ from benchmarks import emulator
 from benchmarks.emulator import BUS_NAME, TABLE_NAME, CallCounter, Latency
 from benchmarks.overlapped import publish_stream_batch_sequential
 from benchmarks.seed_publisher import publicar_outbox, published
-from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, outbox_item
+from dynamodb_outbox.outbox_item import DEFAULT_PENDING_SHARDS, outbox_item
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
-from dynamodb_outbox.writer import item_size, serialize_item
+from dynamodb_outbox.writer._attribute_values import item_size, serialize_item
 from tests.support.moto_tables import create_outbox_table
 
 ROOT = Path(__file__).resolve().parent.parent

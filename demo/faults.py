@@ -35,7 +35,7 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from ulid import ULID
 
 from demo.functions import current_function
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.outbox_item import (
     ATTR_ENVELOPE,
     ATTR_EVENT_TYPE,
     ATTR_PENDING_SHARD,

@@ -13,12 +13,8 @@ from typing import Any
 import boto3
 
 from demo.deployment import ConsumerDeployment, Deployment
-from dynamodb_outbox.envelope import (
-    ATTR_QUARANTINE_REASON,
-    ATTR_STATUS,
-    OUTBOX_SK_PREFIX,
-)
 from dynamodb_outbox.ledger import LedgerEntry, read_ledger
+from dynamodb_outbox.outbox_item import ATTR_QUARANTINE_REASON, ATTR_STATUS, OUTBOX_SK_PREFIX
 
 # The reference consumer's settings (dynamodb_outbox.reference_consumer). Not
 # imported from there: importing it would create its Powertools logger outside

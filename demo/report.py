@@ -31,8 +31,8 @@ from demo.faults import POISON_MESSAGE_BODY, PublisherCrash, PutEventsThrottle
 from demo.metering import CallMeter, PutEventsTap
 from demo.observe import EndState
 from demo.workload import Order
-from dynamodb_outbox.envelope import STATUS_QUARANTINED
 from dynamodb_outbox.local import SqsMapping, StreamMapping
+from dynamodb_outbox.outbox_item import STATUS_QUARANTINED
 
 OK, FAIL = "ok  ", "FAIL"
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import boto3
 
-from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
 from dynamodb_outbox.local import StreamMapping, VirtualClock, mapping_config
 from dynamodb_outbox.local.replication import GlobalTableReplication
+from dynamodb_outbox.outbox_item import OUTBOX_SK_PREFIX
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.regions import RegionScope, stream_filter_patterns

@@ -12,7 +12,8 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from dynamodb_outbox.envelope import Envelope, outbox_item
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.outbox_item import outbox_item
 
 REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"

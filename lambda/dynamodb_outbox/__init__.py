@@ -6,12 +6,12 @@ The names application code uses are importable from here::
 
 They are loaded on first use (PEP 562), so a Lambda handler that imports
 ``dynamodb_outbox.publisher`` does not also pay for the consumer's Powertools
-idempotency imports. The modules they come from are public too:
-:mod:`~dynamodb_outbox.writer`, :mod:`~dynamodb_outbox.consumer`,
-:mod:`~dynamodb_outbox.envelope`, :mod:`~dynamodb_outbox.payload_json`,
-:mod:`~dynamodb_outbox.event_ids`, :mod:`~dynamodb_outbox.ledger`,
-:mod:`~dynamodb_outbox.trace_context`, each with
-its ``__all__``.
+idempotency imports. The public API is these names and the ``__all__`` of the
+modules docs/python.md lists under "The public API" (writer, consumer,
+envelope, event_ids, ledger, table_keys); the README's Versioning section
+promises them. The other modules are the functions' internals (importable, not
+promised); ``local`` (the local runtime), ``testing`` (the test kit) and
+``ops`` (``outbox-ops``) are wings with faces of their own.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __version__ = "0.2.0"
 if TYPE_CHECKING:
     from dynamodb_outbox.consumer import OutboxConsumer, parse_body
     from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
-    from dynamodb_outbox.event_ids import new_event_id
+    from dynamodb_outbox.event_ids import event_id_for, new_event_id
     from dynamodb_outbox.payload_json import PayloadNotEncodable
     from dynamodb_outbox.routing import Router, UnroutedEvent
     from dynamodb_outbox.writer import (
@@ -57,6 +57,7 @@ _EXPORTS: Final = {
     "parse_body": "consumer",
     "Envelope": "envelope",
     "InvalidEnvelope": "envelope",
+    "event_id_for": "event_ids",
     "new_event_id": "event_ids",
     "PayloadNotEncodable": "payload_json",
     "Router": "routing",
@@ -112,6 +113,7 @@ __all__ = [
     "__version__",
     "condition_check_action",
     "delete_action",
+    "event_id_for",
     "is_retryable",
     "new_event_id",
     "parse_body",

@@ -1,4 +1,4 @@
-"""The event envelope and its outbox item.
+"""The event envelope: one CloudEvents 1.0 event, what it says and how it is checked.
 
 One envelope is one event, a CloudEvents 1.0 event in the JSON event format:
 
@@ -30,10 +30,10 @@ the outbox item's sort key is ``OUTBOX#<id>``, the published event carries it,
 and consumers use it as their idempotency key, so the same id follows the event
 end to end.
 
-The outbox item stores the envelope as one JSON string (``envelope``): the
-bytes the publisher sends are exactly the bytes the writer committed, data
-numbers keep their JSON types, and the publisher can size an event without
-re-encoding it.
+The outbox item (:mod:`dynamodb_outbox.outbox_item`) stores the envelope as
+one JSON string: the bytes the publisher sends are exactly the bytes the writer
+committed, data numbers keep their JSON types, and the publisher can size an
+event without re-encoding it.
 
 An envelope is refused (:class:`InvalidEnvelope`) when no path could deliver
 it, whichever sink the outbox publishes to:
@@ -60,7 +60,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -73,68 +72,21 @@ from dynamodb_outbox.event_ids import (
     new_event_id,
 )
 from dynamodb_outbox.payload_json import PayloadNotEncodable, dumps, to_json_value
-from dynamodb_outbox.regions import ATTR_REGION, regional_shard
 
 __all__ = [
-    "ATTR_ENVELOPE",
-    "ATTR_EVENT_TYPE",
-    "ATTR_PENDING_SHARD",
-    "ATTR_PK",
-    "ATTR_QUARANTINED_AT",
-    "ATTR_QUARANTINE_REASON",
-    "ATTR_SEQUENCE",
-    "ATTR_SK",
-    "ATTR_STATUS",
-    "ATTR_SUBJECT",
     "DATA_CONTENT_TYPE",
-    "DEFAULT_PENDING_SHARDS",
     "MAX_NESTING_DEPTH",
-    "MAX_PENDING_SHARDS",
     "MAX_SEQUENCE",
-    "OUTBOX_SK_PREFIX",
     "SPEC_VERSION",
-    "STATUS_PENDING",
-    "STATUS_QUARANTINED",
     "Envelope",
     "InvalidEnvelope",
-    "outbox_item",
-    "pending_shard",
 ]
 
-OUTBOX_SK_PREFIX = "OUTBOX#"
 #: CloudEvents' ``specversion``: the version of the envelope format.
 SPEC_VERSION: Final = "1.0"
 #: CloudEvents' ``datacontenttype``: ``data`` is always a JSON object.
 DATA_CONTENT_TYPE: Final = "application/json"
 
-# Attribute names of an outbox item. They are a contract between the writer, the
-# publisher, the sweeper and the Terraform module (filters, pending index). The
-# key names are the defaults of a setting (dynamodb_outbox.table_keys).
-ATTR_PK = "PK"
-ATTR_SK = "SK"
-ATTR_ENVELOPE = "envelope"
-ATTR_EVENT_TYPE = "event_type"
-ATTR_STATUS = "outbox_status"
-ATTR_PENDING_SHARD = "outbox_pending_shard"
-ATTR_QUARANTINE_REASON = "quarantine_reason"
-ATTR_QUARANTINED_AT = "quarantined_at"
-# Only on an outbox item whose event carries a ``sequence``: the sweeper reads
-# them (and nothing else) to hold a subject behind its lower pending sequence.
-ATTR_SUBJECT = "outbox_subject"
-ATTR_SEQUENCE = "outbox_sequence"
-
-STATUS_PENDING = "PENDING"
-STATUS_QUARANTINED = "QUARANTINED"
-
-#: THE number of pending-index shards: the writer spreads pending items over
-#: ``00``..``07`` and the sweeper and ``outbox-ops`` read exactly those. Not a
-#: setting: a writer with another count would put items in shards the sweeper
-#: never reads (issue 23), so the writer, the sweeper and the CLI refuse any
-#: other value. Changing it changes the stored format: items already pending
-#: keep their shard.
-DEFAULT_PENDING_SHARDS: Final = 8
-#: The most shards :func:`pending_shard` spreads over: a shard is two digits.
-MAX_PENDING_SHARDS: Final = 100
 
 #: Nesting levels of the envelope's JSON, the envelope object itself being level 1.
 MAX_NESTING_DEPTH: Final = 100
@@ -299,10 +251,6 @@ class Envelope:
         vars(envelope)["_utc_time"] = _utc_time_of(envelope.time)
         _check_deliverable(text)
         return envelope
-
-    @property
-    def outbox_sk(self) -> str:
-        return OUTBOX_SK_PREFIX + self.id
 
 
 def _fields_of(data: Any) -> dict[str, Any]:
@@ -535,73 +483,3 @@ def _validate_fields(envelope: Envelope) -> None:
             f"envelope field 'sequence' must be an integer from 1 to {MAX_SEQUENCE}, "
             f"got {sequence!r}"[:200]
         )
-
-
-def shard_count(shards: object) -> int:
-    """``shards`` if :func:`pending_shard` can spread over it (1 to :data:`MAX_PENDING_SHARDS`).
-
-    The one bound of a shard count (the writer's item, the sweeper's and
-    ``outbox-ops``' index reads). Raises ``ValueError``.
-    """
-    if isinstance(shards, bool) or not isinstance(shards, int):
-        raise ValueError(f"pending shards must be an integer, got {shards!r}")
-    if not 1 <= shards <= MAX_PENDING_SHARDS:
-        raise ValueError(f"pending shards must be between 1 and {MAX_PENDING_SHARDS}, got {shards}")
-    return shards
-
-
-def writers_shard_count(value: object, setting: str) -> int:
-    """``value`` if it is :data:`DEFAULT_PENDING_SHARDS`, the one count writers use.
-
-    The one check of a shard count given as a setting (the writer's
-    ``pending_shards``, ``OUTBOX_PENDING_SHARDS``, ``--pending-shards``): items
-    filed under other shards would never be swept. Raises ``ValueError``
-    naming ``setting``.
-    """
-    if isinstance(value, bool) or value != DEFAULT_PENDING_SHARDS:
-        raise ValueError(
-            f"{setting} must be {DEFAULT_PENDING_SHARDS} (the writers' shard count, the "
-            f"shards the sweeper reads), got {value!r}"
-        )
-    return DEFAULT_PENDING_SHARDS
-
-
-def pending_shard(event_id: str, shards: int = DEFAULT_PENDING_SHARDS) -> str:
-    """The pending-index partition of an event: spreads writes over ``shards`` keys."""
-    return f"{zlib.crc32(event_id.encode()) % shard_count(shards):02d}"
-
-
-def outbox_item(
-    pk: str,
-    envelope: Envelope,
-    pending_shards: int = DEFAULT_PENDING_SHARDS,
-    *,
-    partition_key: str = ATTR_PK,
-    sort_key: str = ATTR_SK,
-    region: str | None = None,
-) -> dict[str, dict[str, str]]:
-    """The outbox item (low-level DynamoDB attribute values) announcing ``envelope``.
-
-    ``partition_key``/``sort_key`` name the table's key attributes
-    (:class:`~dynamodb_outbox.table_keys.TableKeys`). ``region`` (multi-region
-    deployments, :mod:`dynamodb_outbox.regions`) stamps the writing region on
-    the item and files it under that region's pending shards.
-    """
-    if not pk:
-        raise ValueError("the outbox item's partition key must be a non-empty string")
-    item = {
-        partition_key: {"S": pk},
-        sort_key: {"S": envelope.outbox_sk},
-        ATTR_ENVELOPE: {"S": envelope.to_json()},
-        ATTR_EVENT_TYPE: {"S": envelope.type},
-        ATTR_STATUS: {"S": STATUS_PENDING},
-        ATTR_PENDING_SHARD: {
-            "S": regional_shard(pending_shard(envelope.id, pending_shards), region)
-        },
-    }
-    if region is not None:
-        item[ATTR_REGION] = {"S": region}
-    if envelope.sequence is not None:
-        item[ATTR_SUBJECT] = {"S": envelope.subject}
-        item[ATTR_SEQUENCE] = {"N": str(envelope.sequence)}
-    return item

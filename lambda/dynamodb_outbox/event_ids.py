@@ -34,17 +34,9 @@ if TYPE_CHECKING:
 # import the envelope at start (publisher, sweeper) need it only per event, and
 # it is compiled from the zip at every cold start.
 
-__all__ = [
-    "EVENT_ID_LENGTH",
-    "MAX_MILLISECONDS",
-    "event_id_at",
-    "event_id_datetime",
-    "event_id_for",
-    "event_id_milliseconds",
-    "is_canonical_event_id",
-    "lowest_event_id_at",
-    "new_event_id",
-]
+# The public face (docs/python.md, "The public API"); the other names serve the
+# package's own modules.
+__all__ = ["event_id_for", "new_event_id"]
 
 EVENT_ID_LENGTH: Final = 26
 MAX_MILLISECONDS: Final = (1 << 48) - 1

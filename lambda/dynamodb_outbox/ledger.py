@@ -25,14 +25,9 @@ from typing import Any, Final, Literal, Protocol, TypedDict
 from dynamodb_outbox._clock import iso_milliseconds
 from dynamodb_outbox.envelope import Envelope
 
-__all__ = [
-    "LEDGER_KEY_PREFIX",
-    "LedgerDynamoDBClient",
-    "LedgerEntry",
-    "ledger_key",
-    "read_ledger",
-    "record_processed",
-]
+# The public face (docs/python.md, "The public API"); the reference consumer
+# uses the writing side.
+__all__ = ["LedgerEntry", "read_ledger"]
 
 LEDGER_KEY_PREFIX: Final = "ledger#"
 KEY_ATTR: Final = "id"

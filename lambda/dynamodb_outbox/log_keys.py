@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
-from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
+from dynamodb_outbox.outbox_item import OUTBOX_SK_PREFIX
 from dynamodb_outbox.stream_types import AttributeMap
 from dynamodb_outbox.table_keys import TableKeys
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal, Protocol
 
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.event_ids import event_id_at, event_id_datetime
+from dynamodb_outbox.outbox_item import (
     ATTR_PENDING_SHARD,
     ATTR_STATUS,
     MAX_PENDING_SHARDS,
@@ -25,7 +26,6 @@ from dynamodb_outbox.envelope import (
     STATUS_PENDING,
     shard_count,
 )
-from dynamodb_outbox.event_ids import event_id_at, event_id_datetime
 from dynamodb_outbox.stream_types import AttributeMap, string_attribute
 from dynamodb_outbox.table_keys import TableKeys
 

@@ -50,7 +50,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox._clock import remaining_seconds
-from dynamodb_outbox.envelope import ATTR_STATUS, OUTBOX_SK_PREFIX, STATUS_QUARANTINED
+from dynamodb_outbox.outbox_item import ATTR_STATUS, OUTBOX_SK_PREFIX, STATUS_QUARANTINED
 from dynamodb_outbox.pending_index import (
     BATCH_GET_MAX_KEYS,
     is_pending,

@@ -44,7 +44,9 @@ from botocore.exceptions import (
 )
 
 from dynamodb_outbox._clock import iso_milliseconds, utc_now
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.log_keys import loggable_key
+from dynamodb_outbox.outbox_item import (
     ATTR_ENVELOPE,
     ATTR_PENDING_SHARD,
     ATTR_QUARANTINE_REASON,
@@ -52,9 +54,7 @@ from dynamodb_outbox.envelope import (
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
     STATUS_QUARANTINED,
-    Envelope,
 )
-from dynamodb_outbox.log_keys import loggable_key
 from dynamodb_outbox.sinks import (
     EntryResult,
     OutboundEvent,

@@ -33,7 +33,6 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dynamodb_outbox.consumer import (
-    DEFAULT_EXPIRES_AFTER_SECONDS,
     LambdaHandler,
     OutboxConsumer,
     PartialBatchResponse,
@@ -44,6 +43,7 @@ from dynamodb_outbox.ledger import EXPIRY_ATTR, KEY_ATTR, LedgerDynamoDBClient, 
 from dynamodb_outbox.log_keys import key_digest
 from dynamodb_outbox.sender_checks import ExpectedSender, expected_sender_from_environment
 from dynamodb_outbox.settings import (
+    DEFAULT_EXPIRES_AFTER_SECONDS,
     ENV_CONSUMER_NAME,
     ENV_EXPIRES_AFTER_SECONDS,
     ENV_IDEMPOTENCY_TABLE,

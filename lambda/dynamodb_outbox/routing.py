@@ -37,8 +37,8 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar, cast, overload
 
+from dynamodb_outbox._typed_payload import with_payload_model
 from dynamodb_outbox.envelope import Envelope
-from dynamodb_outbox.typed_payload import with_payload_model
 
 __all__ = ["Router", "UnroutedEvent"]
 

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal, ParamSpec, Protocol, TypeVar
 
-from dynamodb_outbox.consumer import DEFAULT_EXPIRES_AFTER_SECONDS
 from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.settings import DEFAULT_EXPIRES_AFTER_SECONDS
 
 __all__ = [
     "METRIC_GAPS",

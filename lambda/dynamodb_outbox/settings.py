@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONSUMER_SENDER_ENVIRONMENT",
+    "DEFAULT_EXPIRES_AFTER_SECONDS",
     "DEFAULT_METRICS_NAMESPACE",
     "ENV_ADOPTED_REGIONS",
     "ENV_ADOPT_AFTER_SECONDS",
@@ -98,6 +99,15 @@ ENV_AWS_REGION: Final = "AWS_REGION"
 # The reference consumer.
 ENV_IDEMPOTENCY_TABLE: Final = "OUTBOX_IDEMPOTENCY_TABLE"
 ENV_EXPIRES_AFTER_SECONDS: Final = "OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"
+
+#: The idempotency window when neither ``expires_after_seconds`` nor
+#: ``$OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS`` gives one. Behind the module
+#: the window is derived from every place a copy of an event can still come
+#: from (modules/windows, docs/seams.md "Windows": 20 days with its defaults)
+#: and given to each consumer in its environment; this default is only for a
+#: consumer fed some other way, and is too short for a queue whose DLQ keeps
+#: messages 14 days. The consumer and the sequence tracker both read it here.
+DEFAULT_EXPIRES_AFTER_SECONDS: Final = 7 * 24 * 60 * 60
 ENV_CONSUMER_NAME: Final = "OUTBOX_CONSUMER_NAME"
 
 # Every consumer (dynamodb_outbox.sender_checks): the sender its messages must
@@ -158,11 +168,11 @@ def pending_shards_from_environment(environ: Mapping[str, str]) -> int:
     """``OUTBOX_PENDING_SHARDS``, which may only repeat the one shard count.
 
     The writer always spreads pending items over
-    :data:`~dynamodb_outbox.envelope.DEFAULT_PENDING_SHARDS` shards; a sweeper
+    :data:`~dynamodb_outbox.outbox_item.DEFAULT_PENDING_SHARDS` shards; a sweeper
     or ``outbox-ops`` reading another count would miss items, so it is refused
-    (:func:`~dynamodb_outbox.envelope.writers_shard_count`).
+    (:func:`~dynamodb_outbox.outbox_item.writers_shard_count`).
     """
-    from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, writers_shard_count
+    from dynamodb_outbox.outbox_item import DEFAULT_PENDING_SHARDS, writers_shard_count
 
     text = environ.get(ENV_PENDING_SHARDS, "").strip()
     if not text:

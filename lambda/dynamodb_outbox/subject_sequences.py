@@ -29,7 +29,7 @@ import json
 from collections.abc import Container, Mapping
 from typing import Any, Final, Literal, Protocol
 
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.outbox_item import (
     ATTR_PENDING_SHARD,
     ATTR_SEQUENCE,
     ATTR_STATUS,

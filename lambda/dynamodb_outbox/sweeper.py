@@ -62,11 +62,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox._clock import remaining_seconds
-from dynamodb_outbox.envelope import (
-    DEFAULT_PENDING_SHARDS,
-    OUTBOX_SK_PREFIX,
-)
 from dynamodb_outbox.log_keys import loggable_key
+from dynamodb_outbox.outbox_item import DEFAULT_PENDING_SHARDS, OUTBOX_SK_PREFIX
 from dynamodb_outbox.pending_index import (
     BATCH_GET_MAX_KEYS,
     DEFAULT_PENDING_INDEX,

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.outbox_item import (
     ATTR_ENVELOPE,
     ATTR_EVENT_TYPE,
     ATTR_PENDING_SHARD,
@@ -35,13 +35,9 @@ from dynamodb_outbox.envelope import (
 from dynamodb_outbox.regions import ATTR_REGION, ATTR_RELEASED_AT
 from dynamodb_outbox.stream_types import string_attribute
 
-__all__ = [
-    "DEFAULT_TABLE_KEYS",
-    "MAX_KEY_NAME_BYTES",
-    "OUTBOX_ATTRIBUTES",
-    "InvalidTableKeys",
-    "TableKeys",
-]
+# The public face (docs/python.md, "The public API"); the other names serve the
+# package's own modules.
+__all__ = ["InvalidTableKeys", "TableKeys"]
 
 #: DynamoDB: a key attribute's name is 1 to 255 bytes of UTF-8.
 MAX_KEY_NAME_BYTES: Final = 255

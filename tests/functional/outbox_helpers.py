@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ulid import ULID
 
-from dynamodb_outbox.envelope import ATTR_PENDING_SHARD, Envelope, outbox_item
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.outbox_item import ATTR_PENDING_SHARD, outbox_item, outbox_sk
 from dynamodb_outbox.sinks import put_events_entry_size
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
@@ -41,7 +42,7 @@ class Outbox:
         return [envelope.id for envelope in self.envelopes]
 
     def sk(self, index: int) -> str:
-        return self.envelopes[index].outbox_sk
+        return outbox_sk(self.envelopes[index].id)
 
     def seq(self, index: int) -> str:
         sequence: str = self.records[index]["dynamodb"]["SequenceNumber"]

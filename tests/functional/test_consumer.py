@@ -24,13 +24,15 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 
 from dynamodb_outbox.consumer import (
-    METRIC_DUPLICATE,
-    METRIC_FAILED,
-    METRIC_PROCESSED,
     MalformedBatch,
     OutboxConsumer,
     PartialBatchResponse,
     process_sqs_batch,
+)
+from dynamodb_outbox.consumer._processing import (
+    METRIC_DUPLICATE,
+    METRIC_FAILED,
+    METRIC_PROCESSED,
 )
 from dynamodb_outbox.envelope import Envelope
 from tests.factories import make_envelope

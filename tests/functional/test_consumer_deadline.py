@@ -140,7 +140,7 @@ def test_a_raised_floor_is_honoured_whatever_the_length_of_the_invocation(
 def test_durations_seen_in_earlier_invocations_guide_the_next_one(
     store: DynamoDBPersistenceLayer,
 ) -> None:
-    from dynamodb_outbox._consumer_deadline import RecordDurations
+    from dynamodb_outbox.consumer._deadline import RecordDurations
 
     # GIVEN a warm handler that has seen a record take 12 s
     durations = RecordDurations()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from dynamodb_outbox import reference_consumer
-from dynamodb_outbox.consumer import METRIC_FAILED, METRIC_UNTRUSTED
+from dynamodb_outbox.consumer._processing import METRIC_FAILED, METRIC_UNTRUSTED
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.ledger import read_ledger
 from dynamodb_outbox.sender_checks import (

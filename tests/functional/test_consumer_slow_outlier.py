@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-from dynamodb_outbox._consumer_deadline import RecordDurations
 from dynamodb_outbox.consumer import OutboxConsumer
+from dynamodb_outbox.consumer._deadline import RecordDurations
 from dynamodb_outbox.envelope import Envelope
 from tests.functional.consumer_fixtures import (
     envelopes,

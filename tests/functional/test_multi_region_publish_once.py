@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dynamodb_outbox.envelope import ATTR_PENDING_SHARD, OUTBOX_SK_PREFIX, outbox_item
 from dynamodb_outbox.local.filters import RecordFilter
+from dynamodb_outbox.outbox_item import ATTR_PENDING_SHARD, OUTBOX_SK_PREFIX, outbox_item
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.regions import (

@@ -18,13 +18,9 @@ import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
 from dynamodb_outbox.consumer import process_sqs_batch
-from dynamodb_outbox.envelope import (
-    ATTR_ENVELOPE,
-    Envelope,
-    InvalidEnvelope,
-    outbox_item,
-)
+from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
 from dynamodb_outbox.event_ids import event_id_at
+from dynamodb_outbox.outbox_item import ATTR_ENVELOPE, outbox_item
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.sinks import EventBridgeSink

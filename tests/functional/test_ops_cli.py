@@ -21,7 +21,9 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.local.destinations import DiscardedBatch, stream_failure_record
+from dynamodb_outbox.ops import main
+from dynamodb_outbox.outbox_item import (
     ATTR_PENDING_SHARD,
     ATTR_QUARANTINE_REASON,
     ATTR_QUARANTINED_AT,
@@ -29,10 +31,9 @@ from dynamodb_outbox.envelope import (
     STATUS_PENDING,
     STATUS_QUARANTINED,
     outbox_item,
+    outbox_sk,
     pending_shard,
 )
-from dynamodb_outbox.local.destinations import DiscardedBatch, stream_failure_record
-from dynamodb_outbox.ops import main
 from tests.factories import ACCOUNT_ID, REGION, TABLE_NAME, make_envelope
 from tests.functional.outbox_helpers import PK, RecordingEvents, write_outbox
 
@@ -316,12 +317,12 @@ def test_release_publish_now_requarantines_poison(
     envelope = make_envelope()
     poison = outbox_item(PK, envelope) | {"envelope": {"S": "{not json"}}
     outbox_table.put(poison)
-    quarantine(outbox_table, envelope.outbox_sk)
+    quarantine(outbox_table, outbox_sk(envelope.id))
     run = ops("--json", "release", "--all", "--publish-now", "--bus-name", event_bus.name)
     assert run.code == 0, run
     assert run.json()["publish"]["quarantined"] == 1
     assert event_bus.received_ids() == []
-    after = item(outbox_table, envelope.outbox_sk)
+    after = item(outbox_table, outbox_sk(envelope.id))
     assert after is not None and after[ATTR_STATUS] == {"S": STATUS_QUARANTINED}
 
 

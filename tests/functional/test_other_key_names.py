@@ -17,15 +17,16 @@ import boto3
 import pytest
 
 from dynamodb_outbox import publisher
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.local import LambdaContext, StreamMapping, VirtualClock, mapping_config
+from dynamodb_outbox.local.records import outbox_stream_record, stream_event
+from dynamodb_outbox.ops import main as outbox_ops
+from dynamodb_outbox.outbox_item import (
     ATTR_PENDING_SHARD,
     ATTR_STATUS,
     STATUS_QUARANTINED,
     outbox_item,
+    outbox_sk,
 )
-from dynamodb_outbox.local import LambdaContext, StreamMapping, VirtualClock, mapping_config
-from dynamodb_outbox.local.records import outbox_stream_record, stream_event
-from dynamodb_outbox.ops import main as outbox_ops
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sweeper import runtime_from_environment, sweep
 from dynamodb_outbox.table_keys import TableKeys
@@ -212,7 +213,7 @@ def test_outbox_ops_lists_pending_items_under_the_tables_keys(
     ((listed),) = report["pending"]["items"]
     assert (listed["pk"], listed["sk"], listed["event_type"]) == (
         "ORDER#1",
-        event.outbox_sk,
+        outbox_sk(event.id),
         "OrderCreated",
     )
 
@@ -234,7 +235,7 @@ def test_a_built_stream_record_carries_the_tables_keys_and_the_publisher_takes_i
     record = outbox_stream_record("ORDER#1", event, "100", table_keys=keys)
     assert record["dynamodb"]["Keys"] == {
         keys.partition: {"S": "ORDER#1"},
-        keys.sort: {"S": event.outbox_sk},
+        keys.sort: {"S": outbox_sk(event.id)},
     }
 
     # WHEN the publisher's entry point gets it

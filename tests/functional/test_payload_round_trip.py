@@ -13,7 +13,8 @@ import boto3
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
 from dynamodb_outbox.consumer import OutboxConsumer
-from dynamodb_outbox.envelope import ATTR_ENVELOPE, Envelope
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.outbox_item import ATTR_ENVELOPE, outbox_sk
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import PUBLISH_TO_SNS, SnsSink
@@ -53,7 +54,7 @@ def test_money_read_from_dynamodb_reaches_the_consumer_with_its_exact_digits(
     event = writer.new_event(order, "OrderCreated", data, source=SOURCE)
     writer.write(order, event)
 
-    item = outbox_table.get({"PK": {"S": "ORDER#1"}, "SK": {"S": event.outbox_sk}})
+    item = outbox_table.get({"PK": {"S": "ORDER#1"}, "SK": {"S": outbox_sk(event.id)}})
     assert item is not None
     assert '"total":12345678901234567.89' in item[ATTR_ENVELOPE]["S"]
     result = publish_stream_batch(

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from botocore.exceptions import ClientError
 
-from dynamodb_outbox.envelope import Envelope, outbox_item
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.outbox_item import outbox_item, outbox_sk
 from dynamodb_outbox.publisher import publish_stream_batch, record_metrics
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.settings import (
@@ -151,7 +152,7 @@ def test_a_lower_sequence_left_unread_defers_to_a_sweeper_or_stops_the_batch_wit
     # THEN the event before it goes; OrderPaid waits for the sweeper, or, with no
     # sweeper to send it ever, fails its record so the stream retries it
     assert delivered_types(sns_fifo_topic) == ["Noted"]
-    assert paid.outbox_sk in outbox_table.pending_sort_keys()
+    assert outbox_sk(paid.id) in outbox_table.pending_sort_keys()
     if sweeper_runs:
         assert (result.deferred, result.response()) == (1, {"batchItemFailures": []})
     else:
@@ -179,7 +180,7 @@ def test_a_failed_partition_query_stops_the_batch_at_the_sequenced_record_only(
     failed = batch[1]["dynamodb"]["SequenceNumber"]
     assert result.response() == {"batchItemFailures": [{"itemIdentifier": failed}]}
     assert result.sequence_read_failures == 1
-    assert outbox_table.pending_sort_keys() == {sequenced.outbox_sk}
+    assert outbox_table.pending_sort_keys() == {outbox_sk(sequenced.id)}
 
 
 def test_a_busy_subject_stays_on_the_stream_path_after_one_missed_event(

@@ -14,7 +14,7 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 
 from dynamodb_outbox import publisher
-from dynamodb_outbox.envelope import ATTR_ENVELOPE
+from dynamodb_outbox.outbox_item import ATTR_ENVELOPE
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.settings import ConfigurationError

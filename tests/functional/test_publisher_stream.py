@@ -20,12 +20,9 @@ from botocore.exceptions import EndpointConnectionError
 from ulid import ULID
 
 from dynamodb_outbox import publisher
-from dynamodb_outbox.envelope import (
-    ATTR_ENVELOPE,
-    Envelope,
-    outbox_item,
-)
+from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.log_keys import key_digest
+from dynamodb_outbox.outbox_item import ATTR_ENVELOPE, outbox_item
 from dynamodb_outbox.publisher import MissingSequenceNumber, publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult, RetryPolicy
 from dynamodb_outbox.sinks import PUT_EVENTS_MAX_REQUEST_BYTES, EventBridgeSink

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dynamodb_outbox.consumer import DEFAULT_EXPIRES_AFTER_SECONDS, OutboxConsumer
+from dynamodb_outbox.consumer import OutboxConsumer
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.sequence_check import (
     SequenceObservation,
@@ -19,6 +19,7 @@ from dynamodb_outbox.sequence_check import (
     SequenceVerdict,
     sequence_key,
 )
+from dynamodb_outbox.settings import DEFAULT_EXPIRES_AFTER_SECONDS
 from tests.factories import make_envelope
 from tests.functional.consumer_fixtures import (
     FIFO_QUEUE_ARN,

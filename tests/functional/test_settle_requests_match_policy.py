@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dynamodb_outbox.envelope import ATTR_ENVELOPE, outbox_item
+from dynamodb_outbox.outbox_item import ATTR_ENVELOPE, outbox_item
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink

@@ -25,8 +25,9 @@ from typing import Any
 import boto3
 import pytest
 
-from dynamodb_outbox.envelope import Envelope, outbox_item
+from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.local.seams import SeamLedger, aws_seams
+from dynamodb_outbox.outbox_item import outbox_item
 from dynamodb_outbox.publishing import OutboxCandidate, _plan, _Poison
 from dynamodb_outbox.sinks import EventBridgeSink, OutboundEvent, Sink, SnsSink, rules_for
 from dynamodb_outbox.sizes import (

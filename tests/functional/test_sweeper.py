@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from dynamodb_outbox import sweeper
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.log_keys import key_digest
+from dynamodb_outbox.outbox_item import (
     ATTR_ENVELOPE,
     ATTR_PENDING_SHARD,
     ATTR_STATUS,
     STATUS_QUARANTINED,
     outbox_item,
+    outbox_sk,
     pending_shard,
 )
-from dynamodb_outbox.log_keys import key_digest
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.settings import ConfigurationError
@@ -276,7 +277,7 @@ def test_a_quarantined_item_still_carrying_a_shard_is_skipped_not_republished(
 
     # THEN the sweeper reads it, sees it is not pending and leaves it alone
     assert events.calls == []
-    assert outbox_table.get(key_of(envelope.outbox_sk)) == item
+    assert outbox_table.get(key_of(outbox_sk(envelope.id))) == item
     assert (result.not_pending, result.swept, result.publish.deleted) == (1, 0, 0)
 
 
@@ -294,8 +295,8 @@ def test_poison_found_by_the_sweeper_is_quarantined_and_the_run_goes_on(
 
     # THEN the same rules as the stream: quarantined out of the index, others published
     assert event_bus.received_ids() == first.ids + last.ids
-    assert_quarantined(outbox_table, envelope.outbox_sk, "not valid JSON", at=FIXED_NOW_ISO)
-    assert outbox_sort_keys(outbox_table) == {envelope.outbox_sk}
+    assert_quarantined(outbox_table, outbox_sk(envelope.id), "not valid JSON", at=FIXED_NOW_ISO)
+    assert outbox_sort_keys(outbox_table) == {outbox_sk(envelope.id)}
     assert (result.publish.quarantined, result.stopped_by) == (1, None)
     # AND a second run finds nothing left to do
     assert run_sweep(outbox_table, bus_sink(event_bus)).pending_items == 0

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from botocore.exceptions import ClientError
 
-from dynamodb_outbox.envelope import Envelope, outbox_item
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.outbox_item import outbox_item, outbox_sk
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink, Sink, SnsSink
 from dynamodb_outbox.sweeper import SweepResult, record_metrics, sweep
@@ -119,14 +120,14 @@ def test_an_unread_key_stops_its_subject_so_orderpaid_never_goes_out_before_orde
     created = put_event(outbox_table, "OrderCreated", OLD)
     paid = put_event(outbox_table, "OrderPaid", OLD + timedelta(seconds=1))
     other = put_event(outbox_table, "OrderCreated", OLD + timedelta(seconds=2), pk=OTHER_PK)
-    throttled = CountingDynamoDB(outbox_table.client, never_served={created.outbox_sk})
+    throttled = CountingDynamoDB(outbox_table.client, never_served={outbox_sk(created.id)})
 
     result = run_sweep(outbox_table, fifo(sns_fifo_topic), dynamodb=throttled)
 
     # THEN OrderPaid is held behind the unread OrderCreated; the other order goes out
     assert [m.event_id for m in sns_fifo_topic.received()] == [other.id]
     assert (result.unfetched, result.held, result.swept, result.more_pending) == (1, 1, 1, True)
-    assert outbox_table.pending_sort_keys() == {created.outbox_sk, paid.outbox_sk}
+    assert outbox_table.pending_sort_keys() == {outbox_sk(created.id), outbox_sk(paid.id)}
 
     # AND the next run, with the reads served, sends them in write order
     run_sweep(outbox_table, fifo(sns_fifo_topic))
@@ -141,7 +142,7 @@ def test_an_unread_key_holds_later_keys_of_its_partition_in_later_pages_too(
     envelopes = [
         put_event(outbox_table, f"Step{n}", OLD + timedelta(milliseconds=n)) for n in range(150)
     ]
-    throttled = CountingDynamoDB(outbox_table.client, never_served={envelopes[0].outbox_sk})
+    throttled = CountingDynamoDB(outbox_table.client, never_served={outbox_sk(envelopes[0].id)})
 
     result = run_sweep(outbox_table, fifo(sns_fifo_topic), dynamodb=throttled)
 
@@ -156,7 +157,7 @@ def test_on_an_unordered_sink_an_unread_key_holds_nothing(
     # EventBridge keeps no order, so holding would only delay: the rest goes out
     created = put_event(outbox_table, "OrderCreated", OLD)
     paid = put_event(outbox_table, "OrderPaid", OLD + timedelta(seconds=1))
-    throttled = CountingDynamoDB(outbox_table.client, never_served={created.outbox_sk})
+    throttled = CountingDynamoDB(outbox_table.client, never_served={outbox_sk(created.id)})
 
     result = run_sweep(
         outbox_table,
@@ -201,7 +202,7 @@ def test_with_a_sequence_an_id_made_for_an_earlier_time_waits_for_the_lower_sequ
     assert sns_fifo_topic.received() == []
     assert (result.held, result.swept, result.more_pending) == (1, 0, True)
     assert result.partition_queries == 1
-    assert outbox_table.pending_sort_keys() == {created.outbox_sk, paid.outbox_sk}
+    assert outbox_table.pending_sort_keys() == {outbox_sk(created.id), outbox_sk(paid.id)}
 
 
 def test_sequenced_events_are_swept_in_sequence_order_whatever_their_ids_say(
@@ -243,7 +244,7 @@ def test_a_quarantined_lower_sequence_does_not_hold_its_subject(
     created = put_event(outbox_table, "OrderCreated", OLD, sequence=1)
     outbox_table.client.update_item(
         TableName=outbox_table.name,
-        Key={"PK": {"S": PK}, "SK": {"S": created.outbox_sk}},
+        Key={"PK": {"S": PK}, "SK": {"S": outbox_sk(created.id)}},
         UpdateExpression="SET outbox_status = :q REMOVE outbox_pending_shard",
         ExpressionAttributeValues={":q": {"S": "QUARANTINED"}},
     )
@@ -288,7 +289,7 @@ def test_an_item_with_a_sequence_but_no_subject_attribute_is_swept_as_unsequence
     envelope = put_event(outbox_table, "OrderCreated", OLD, sequence=7)
     outbox_table.client.update_item(
         TableName=outbox_table.name,
-        Key={"PK": {"S": PK}, "SK": {"S": envelope.outbox_sk}},
+        Key={"PK": {"S": PK}, "SK": {"S": outbox_sk(envelope.id)}},
         UpdateExpression="REMOVE outbox_subject",
     )
 
@@ -353,7 +354,7 @@ def test_a_failed_partition_query_holds_that_partition_and_the_run_goes_on(
 
     assert sorted(all_types(sns_fifo_topic)) == ["Plain", "Sequenced"]
     assert (result.held, result.sequence_query_failures) == (1, 1)
-    assert outbox_table.pending_sort_keys() == {held.outbox_sk}
+    assert outbox_table.pending_sort_keys() == {outbox_sk(held.id)}
 
 
 def test_held_items_and_sent_first_events_are_metrics_not_only_logs() -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dynamodb_outbox.envelope import pending_shard
+from dynamodb_outbox.outbox_item import pending_shard
 from tests.functional.outbox_helpers import (
     CountingDynamoDB,
     RecordingEvents,

@@ -16,8 +16,9 @@ import pytest
 from boto3.dynamodb.types import TypeDeserializer
 from moto import mock_aws
 
-from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX, STATUS_PENDING, Envelope
+from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.event_ids import event_id_for
+from dynamodb_outbox.outbox_item import OUTBOX_SK_PREFIX, STATUS_PENDING, outbox_sk
 from dynamodb_outbox.writer import (
     Condition,
     OutboxWriter,
@@ -151,7 +152,7 @@ def test_creating_an_existing_entity_is_cancelled_naming_the_entity_put(
     ]
     # ...and nothing of the second write exists: no overwrite, no second event
     assert all_items(writer_dynamodb)[0]["status"] == "PLACED"
-    assert [item["SK"] for item in outbox_items(writer_dynamodb)] == [first.outbox_sk]
+    assert [item["SK"] for item in outbox_items(writer_dynamodb)] == [outbox_sk(first.id)]
 
 
 def test_failed_extra_condition_check_leaves_neither_entity_nor_outbox_item(
@@ -209,7 +210,7 @@ def test_extra_update_commits_with_the_entity_and_its_event(
     items = {(item["PK"], item["SK"]): item for item in all_items(writer_dynamodb)}
     assert items[("CUSTOMER#7", "META")]["orders"] == 5
     assert ("ORDER#1001", "META") in items
-    assert ("ORDER#1001", placed.outbox_sk) in items
+    assert ("ORDER#1001", outbox_sk(placed.id)) in items
 
 
 def test_write_events_adds_events_to_an_entity_changed_by_an_update(
@@ -291,7 +292,7 @@ def test_update_changes_the_entity_and_commits_its_event(
         Decimal("42.50"),
         Decimal("42.50"),
     )
-    assert paid.outbox_sk in [item["SK"] for item in outbox_items(writer_dynamodb)]
+    assert outbox_sk(paid.id) in [item["SK"] for item in outbox_items(writer_dynamodb)]
 
 
 def test_a_failed_update_condition_returns_the_old_item_in_plain_python(

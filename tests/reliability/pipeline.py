@@ -38,12 +38,6 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from moto import mock_aws
 
 from dynamodb_outbox.consumer import OutboxConsumer
-from dynamodb_outbox.envelope import (
-    ATTR_PENDING_SHARD,
-    ATTR_STATUS,
-    OUTBOX_SK_PREFIX,
-    STATUS_QUARANTINED,
-)
 from dynamodb_outbox.local import (
     LocalRuntime,
     SeamLedger,
@@ -53,6 +47,12 @@ from dynamodb_outbox.local import (
     aws_seams,
     mapping_config,
     stream_records_follow,
+)
+from dynamodb_outbox.outbox_item import (
+    ATTR_PENDING_SHARD,
+    ATTR_STATUS,
+    OUTBOX_SK_PREFIX,
+    STATUS_QUARANTINED,
 )
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies

@@ -17,15 +17,15 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.event_ids import event_id_at, new_event_id
+from dynamodb_outbox.outbox_item import (
     ATTR_ENVELOPE,
     ATTR_PENDING_SHARD,
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
     STATUS_PENDING,
-    Envelope,
 )
-from dynamodb_outbox.event_ids import event_id_at, new_event_id
 from dynamodb_outbox.sinks import OutboundEvent, rules_for
 
 # ------------------------------------------------------------------------ scalars
@@ -402,5 +402,5 @@ RECORD_FAILURES: dict[str, Any] = {
     "MemoryError": MemoryError,
 }
 
-#: What ends the batch instead (:data:`dynamodb_outbox._consumer_errors.PROCESS_ENDING`).
+#: What ends the batch instead (:data:`dynamodb_outbox.consumer._errors.PROCESS_ENDING`).
 BATCH_ENDING: dict[str, Any] = {"KeyboardInterrupt": KeyboardInterrupt}

@@ -21,14 +21,14 @@ import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
 from dynamodb_outbox.consumer import MalformedBatch, process_sqs_batch
-from dynamodb_outbox.envelope import ATTR_ENVELOPE, Envelope, outbox_item
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.outbox_item import ATTR_ENVELOPE, outbox_item, outbox_sk
 from dynamodb_outbox.publisher import MissingSequenceNumber, publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, PublishResult
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sizes import QUEUE_MAX_MESSAGE_BYTES
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import (
-    MAX_TRANSACTION_ACTIONS,
     EventTooLarge,
     InvalidWrite,
     ItemTooLarge,
@@ -37,6 +37,7 @@ from dynamodb_outbox.writer import (
     TransactionTooLarge,
     put_action,
 )
+from dynamodb_outbox.writer._limits import MAX_TRANSACTION_ACTIONS
 from tests.factories import make_envelope, sequence_numbers, stream_record
 from tests.functional.consumer_fixtures import eventbridge_body, sqs_event, sqs_record
 from tests.reliability.pipeline import (
@@ -136,7 +137,7 @@ def _assert_good_ones_out(
 ) -> None:
     assert result.response() == {"batchItemFailures": []}, "the batch must not fail"
     assert events.sent == [envelope.id for envelope in good]
-    assert table.deleted == [envelope.outbox_sk for envelope in good]
+    assert table.deleted == [outbox_sk(envelope.id) for envelope in good]
 
 
 def _outbox_record(seq: str, item: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -314,7 +315,7 @@ def test_record_without_sequence_number_that_must_be_retried_raises_by_design() 
     # What went out is deleted (``last`` rode in the same call: its redelivery from
     # the checkpoint is a duplicate); the unnamed event stays pending: nothing lost.
     assert unnamed.id not in events.sent
-    assert table.deleted == [first.outbox_sk, last.outbox_sk]
+    assert table.deleted == [outbox_sk(first.id), outbox_sk(last.id)]
     assert raised.value.result.failure_position == 1
 
 
@@ -539,4 +540,4 @@ def test_envelope_that_cannot_be_encoded_as_utf8_is_quarantined_not_a_batch_fail
     record = _outbox_record("100000000000000000000002", item)
     result, events, table, good = _publish(record)
     _assert_good_ones_out(result, events, table, good)
-    assert table.quarantined == [envelope.outbox_sk]
+    assert table.quarantined == [outbox_sk(envelope.id)]

@@ -43,17 +43,17 @@ from hypothesis import strategies as st
 from ulid import ULID
 
 from dynamodb_outbox.consumer import parse_body
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+from dynamodb_outbox.local import STREAM_RETENTION_SECONDS, toolkit_follows
+from dynamodb_outbox.outbox_item import (
     ATTR_ENVELOPE,
     ATTR_PENDING_SHARD,
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
     STATUS_PENDING,
-    Envelope,
-    InvalidEnvelope,
+    outbox_sk,
     pending_shard,
 )
-from dynamodb_outbox.local import STREAM_RETENTION_SECONDS, toolkit_follows
 from dynamodb_outbox.writer import Condition, OutboxWriter, TransactionCancelled
 from tests.reliability.campaign import CAMPAIGN, MIN_EVENTS
 from tests.reliability.pipeline import (
@@ -181,7 +181,7 @@ def _write(schedule: Schedule, p: Pipeline) -> Outcome:
         ]
         writer.write(entity, envelopes, condition=Condition.item_absent())
         for envelope in envelopes:
-            outcome.committed[envelope.id] = envelope.outbox_sk
+            outcome.committed[envelope.id] = outbox_sk(envelope.id)
             outcome.bodies[envelope.id] = envelope.to_json()
             if rnd.randrange(100) < schedule.rates.get("consumer_exception", 0):
                 outcome.consumer_budget[envelope.id] = schedule.consumer_failures
@@ -529,7 +529,7 @@ def test_an_event_the_queue_refuses_after_put_events_fails_the_no_loss_invariant
         entity = {"PK": "ORDER#big", "SK": "META"}
         big = writer.new_event(entity, "OrderPlaced", {"blob": "x" * 2048})
         writer.write(entity, big)
-        outcome.committed[big.id] = big.outbox_sk
+        outcome.committed[big.id] = outbox_sk(big.id)
 
         # WHEN it is published (PutEvents succeeds: the publisher is not wedged)
         _run(schedule, p)

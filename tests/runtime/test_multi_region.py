@@ -24,9 +24,9 @@ from demo.two_regions import (
     publisher_mapping,
     replication_between,
 )
-from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX
 from dynamodb_outbox.local import LocalRuntime, VirtualClock
 from dynamodb_outbox.ops.cli import main as outbox_ops
+from dynamodb_outbox.outbox_item import OUTBOX_SK_PREFIX
 from dynamodb_outbox.regions import ATTR_REGION, SINGLE_REGION, RegionScope
 
 

@@ -26,17 +26,18 @@ from typing import Any
 import boto3
 import pytest
 
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.local import LocalRuntime, VirtualClock
+from dynamodb_outbox.local.replication import GlobalTableReplication
+from dynamodb_outbox.ops._context import Context
+from dynamodb_outbox.ops.release import release_item
+from dynamodb_outbox.outbox_item import (
     ATTR_PENDING_SHARD,
     ATTR_STATUS,
     STATUS_PENDING,
     STATUS_QUARANTINED,
-    Envelope,
+    outbox_sk,
 )
-from dynamodb_outbox.local import LocalRuntime, VirtualClock
-from dynamodb_outbox.local.replication import GlobalTableReplication
-from dynamodb_outbox.ops.common import Context
-from dynamodb_outbox.ops.release import release_item
 from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
 from dynamodb_outbox.publishing import OutboxCandidate, PublishDependencies, publish_outbox_items
 from dynamodb_outbox.regions import RegionScope, region_of
@@ -167,7 +168,7 @@ def test_no_interleaving_of_quarantine_release_delete_and_adoption_loses_an_even
         pk = f"ORDER#{number}"
         event: Envelope = world.writer.new_event(pk, "OrderPlaced", {"n": number}, source="s")
         world.writer.write({"PK": pk, "SK": "ORDER"}, [event])
-        key = {"PK": {"S": pk}, "SK": {"S": event.outbox_sk}}
+        key = {"PK": {"S": pk}, "SK": {"S": outbox_sk(event.id)}}
         written = world.item(HOME, key)
         assert written is not None
         world.settle()  # replicated to OTHER before anything else happens

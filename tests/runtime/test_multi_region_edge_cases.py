@@ -24,10 +24,10 @@ from demo.two_regions import (
     publisher_mapping,
     replication_between,
 )
-from dynamodb_outbox.envelope import ATTR_STATUS, OUTBOX_SK_PREFIX, STATUS_QUARANTINED
 from dynamodb_outbox.local import LocalRuntime, VirtualClock
-from dynamodb_outbox.ops.common import Context
+from dynamodb_outbox.ops._context import Context
 from dynamodb_outbox.ops.release import release_item
+from dynamodb_outbox.outbox_item import ATTR_STATUS, OUTBOX_SK_PREFIX, STATUS_QUARANTINED
 from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
 from dynamodb_outbox.publishing import OutboxCandidate, PublishDependencies, publish_outbox_items
 from dynamodb_outbox.regions import RegionScope

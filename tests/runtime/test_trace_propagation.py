@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from runtime_helpers import Table, make_queue
 
 from dynamodb_outbox.consumer import OutboxConsumer
-from dynamodb_outbox.envelope import OUTBOX_SK_PREFIX, Envelope
+from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.local import (
     LocalRuntime,
     SqsMapping,
@@ -29,6 +29,7 @@ from dynamodb_outbox.local import (
     VirtualClock,
     mapping_config,
 )
+from dynamodb_outbox.outbox_item import OUTBOX_SK_PREFIX
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink

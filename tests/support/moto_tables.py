@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from dynamodb_outbox.envelope import ATTR_PENDING_SHARD
+from dynamodb_outbox.outbox_item import ATTR_PENDING_SHARD
 
 PENDING_INDEX = "outbox-pending"
 IDEMPOTENCY_TABLE = "outbox-idempotency-test"

@@ -575,7 +575,8 @@ class _Recorder:
 
 def emitted_metric_names() -> set[str]:
     """Every metric name lambda/dynamodb_outbox emits, from the code that emits them."""
-    from dynamodb_outbox import consumer, publisher, sweeper
+    from dynamodb_outbox import publisher, sweeper
+    from dynamodb_outbox.consumer import _processing as consumer
     from dynamodb_outbox.publishing import PublishResult
 
     recorder = _Recorder()

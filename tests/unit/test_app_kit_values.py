@@ -11,11 +11,12 @@ from uuid import UUID
 import pytest
 
 import dynamodb_outbox
-from dynamodb_outbox import write_errors
 from dynamodb_outbox.consumer import parse_body
 from dynamodb_outbox.local.records import consumer_event
 from dynamodb_outbox.payload_json import to_json_value
-from dynamodb_outbox.writer import InvalidWrite, serialize_item
+from dynamodb_outbox.writer import InvalidWrite
+from dynamodb_outbox.writer import _errors as write_errors
+from dynamodb_outbox.writer._attribute_values import serialize_item
 from tests.factories import make_envelope
 
 WHEN = datetime(2024, 5, 1, 12, 30, tzinfo=timezone(timedelta(hours=2)))

@@ -163,8 +163,8 @@ def test_layer_zip_holds_the_function_zip_files_under_python() -> None:
         layer_files = {i.filename: layer_zip.read(i) for i in infos}
 
     assert layer_files == {f"python/{name}": data for name, data in function_files.items()}
-    assert "python/dynamodb_outbox/consumer.py" in layer_files
-    assert "python/dynamodb_outbox/writer.py" in layer_files
+    assert "python/dynamodb_outbox/consumer/_consumer.py" in layer_files
+    assert "python/dynamodb_outbox/writer/_writer.py" in layer_files
     assert not [n for n in layer_files if n.startswith("python/dynamodb_outbox/local/")]
     assert [i.filename for i in infos] == sorted(i.filename for i in infos)
     assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}

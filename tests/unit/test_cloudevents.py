@@ -20,8 +20,9 @@ from cloudevents.core.base import BaseCloudEvent
 from cloudevents.core.formats.json import JSONFormat
 
 from dynamodb_outbox.consumer import parse_body
-from dynamodb_outbox.envelope import ATTR_ENVELOPE, Envelope
+from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.local.records import eventbridge_body, sns_raw_body
+from dynamodb_outbox.outbox_item import ATTR_ENVELOPE
 from dynamodb_outbox.writer import OutboxWriter
 
 TRACEPARENT = "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"

@@ -14,12 +14,12 @@ import pytest
 from dynamodb_outbox.consumer import (
     MalformedBatch,
     OutboxConsumer,
-    idempotency_key_prefix,
-    is_fifo,
     parse_body,
     process_sqs_batch,
 )
+from dynamodb_outbox.consumer._idempotency import idempotency_key_prefix
 from dynamodb_outbox.envelope import InvalidEnvelope
+from dynamodb_outbox.sizes import is_fifo
 from tests.factories import make_envelope
 from tests.functional.consumer_fixtures import (
     FIFO_QUEUE_ARN,

@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import (
 )
 
 from dynamodb_outbox import consumer as toolkit
+from dynamodb_outbox.consumer import _idempotency, _processing
 from dynamodb_outbox.settings import ConfigurationError
 
 DAY = 86400
@@ -41,7 +42,7 @@ class _Store(BasePersistenceLayer):
 def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (WINDOW, "AWS_LAMBDA_FUNCTION_NAME", "OUTBOX_PUBLISH_TO"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(toolkit, "_warned_without_window", False, raising=False)
+    monkeypatch.setattr(_idempotency, "_warned_without_window", False, raising=False)
 
 
 class _Recorder:
@@ -93,13 +94,13 @@ def test_process_sqs_batch_keeps_records_for_the_environment_s_window(
 ) -> None:
     monkeypatch.setenv(WINDOW, str(42 * DAY))
     seen: list[int] = []
-    real = toolkit.IdempotencyConfig
+    real = _processing.IdempotencyConfig
 
     def config(**kwargs: Any) -> Any:
         seen.append(kwargs["expires_after_seconds"])
         return real(**kwargs)
 
-    monkeypatch.setattr(toolkit, "IdempotencyConfig", config)
+    monkeypatch.setattr(_processing, "IdempotencyConfig", config)
 
     toolkit.process_sqs_batch(
         {"Records": []}, lambda envelope: None, persistence_store=_Store(), consumer_name="billing"
@@ -114,10 +115,10 @@ def test_on_lambda_without_the_variable_the_default_is_warned_about_once(
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "billing")
     log = _Recorder()
 
-    first = toolkit.resolve_expires_after_seconds(None, logger=log)  # type: ignore[arg-type]
-    second = toolkit.resolve_expires_after_seconds(None, logger=log)  # type: ignore[arg-type]
+    first = _idempotency.resolve_expires_after_seconds(None, logger=log)  # type: ignore[arg-type]
+    second = _idempotency.resolve_expires_after_seconds(None, logger=log)  # type: ignore[arg-type]
 
-    assert first == second == toolkit.DEFAULT_EXPIRES_AFTER_SECONDS
+    assert first == second == _idempotency.DEFAULT_EXPIRES_AFTER_SECONDS
     assert len(log.warnings) == 1
     assert WINDOW in log.warnings[0] and "consumer_environment" in log.warnings[0]
 
@@ -125,5 +126,5 @@ def test_on_lambda_without_the_variable_the_default_is_warned_about_once(
 def test_off_lambda_without_the_variable_the_default_is_used_quietly() -> None:
     log = _Recorder()
 
-    assert toolkit.resolve_expires_after_seconds(None, logger=log) == 7 * DAY  # type: ignore[arg-type]
+    assert _idempotency.resolve_expires_after_seconds(None, logger=log) == 7 * DAY  # type: ignore[arg-type]
     assert log.warnings == []

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+from dynamodb_outbox.outbox_item import (
     ATTR_ENVELOPE,
     ATTR_EVENT_TYPE,
     ATTR_PENDING_SHARD,
@@ -22,9 +23,8 @@ from dynamodb_outbox.envelope import (
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
     STATUS_PENDING,
-    Envelope,
-    InvalidEnvelope,
     outbox_item,
+    outbox_sk,
     pending_shard,
 )
 
@@ -246,7 +246,7 @@ def test_outbox_item_has_the_shape_the_publisher_and_sweeper_read() -> None:
         ATTR_STATUS: {"S": STATUS_PENDING},
         ATTR_PENDING_SHARD: {"S": pending_shard(EVENT_ID)},
     }
-    assert item[ATTR_SK]["S"] == envelope.outbox_sk == "OUTBOX#" + EVENT_ID
+    assert item[ATTR_SK]["S"] == outbox_sk(envelope.id) == "OUTBOX#" + EVENT_ID
     assert Envelope.from_json(item[ATTR_ENVELOPE]["S"]) == envelope
 
 

@@ -28,7 +28,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from moto import mock_aws
 
-from dynamodb_outbox.consumer import IDEMPOTENCY_EVENT_KEY
+from dynamodb_outbox.consumer._idempotency import IDEMPOTENCY_EVENT_KEY
 from tests.functional.consumer_fixtures import idempotency_records
 from tests.support.moto_tables import create_idempotency_table
 
@@ -39,7 +39,7 @@ REGION = "eu-west-1"
 TABLE = "powertools-contract"
 KEY_PREFIX = "idempotency#contract-test"
 
-#: The keyword arguments dynamodb_outbox.consumer._process_record passes.
+#: The keyword arguments dynamodb_outbox.consumer._idempotency.process_envelope passes.
 CONSUMER_INIT_ARGUMENTS = (
     "function",
     "function_payload",

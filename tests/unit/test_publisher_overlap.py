@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from dynamodb_outbox.outbox_item import outbox_sk
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.sinks import EventBridgeSink
@@ -72,6 +73,6 @@ def test_first_chunk_of_deletes_runs_while_later_put_events_calls_go_out() -> No
     # and every published item was deleted exactly once
     assert events.saw_delete_before_call == [True]
     assert result.failure_sequence_number is None
-    assert sorted(dynamodb.deleted) == sorted(e.outbox_sk for e in envelopes)
+    assert sorted(dynamodb.deleted) == sorted(outbox_sk(e.id) for e in envelopes)
     assert result.deleted == 40
     assert result.delete_calls == 2

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from dynamodb_outbox.event_ids import event_id_datetime, event_id_for, new_event_id
-from dynamodb_outbox.writer import MAX_EVENT_ID_LEAD_SECONDS, InvalidWrite, OutboxWriter
+from dynamodb_outbox.writer import InvalidWrite, OutboxWriter
+from dynamodb_outbox.writer._limits import MAX_EVENT_ID_LEAD_SECONDS
 
 ORDER = {"PK": "ORDER#1", "SK": "META", "status": "NEW"}
 FIRST_SENT = datetime(2024, 5, 1, 10, 30, 0, 123456, tzinfo=UTC)

@@ -13,15 +13,9 @@ import pytest
 from cloudevents.core.formats.json import JSONFormat
 
 from dynamodb_outbox.consumer import parse_body
-from dynamodb_outbox.envelope import (
-    ATTR_SEQUENCE,
-    ATTR_SUBJECT,
-    MAX_SEQUENCE,
-    Envelope,
-    InvalidEnvelope,
-    outbox_item,
-)
+from dynamodb_outbox.envelope import MAX_SEQUENCE, Envelope, InvalidEnvelope
 from dynamodb_outbox.local.records import sns_raw_body
+from dynamodb_outbox.outbox_item import ATTR_SEQUENCE, ATTR_SUBJECT, outbox_item
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter
 from tests.factories import make_envelope
 

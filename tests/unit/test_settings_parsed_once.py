@@ -21,15 +21,17 @@ from typing import Any
 import pytest
 
 import dynamodb_outbox
-from dynamodb_outbox import consumer, sizes
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox import sizes
+from dynamodb_outbox.consumer import _processing as consumer_processing
+from dynamodb_outbox.ops._arns import check_topic_arn
+from dynamodb_outbox.ops._errors import OpsError
+from dynamodb_outbox.outbox_item import (
     DEFAULT_PENDING_SHARDS,
     MAX_PENDING_SHARDS,
     pending_shard,
     shard_count,
     writers_shard_count,
 )
-from dynamodb_outbox.ops.common import OpsError, check_topic_arn
 from dynamodb_outbox.pending_index import shard_keys
 from dynamodb_outbox.sender_checks import ExpectedSender, expected_sender_from_environment
 from dynamodb_outbox.settings import (
@@ -236,7 +238,7 @@ def test_fifo_is_told_by_the_name_suffix_alone(value: object, fifo: bool) -> Non
 
 
 def test_the_consumer_and_the_sinks_tell_fifo_by_the_one_test() -> None:
-    assert consumer.is_fifo is sizes.is_fifo
+    assert consumer_processing.is_fifo is sizes.is_fifo
     assert SnsSink(object(), FIFO_TOPIC).fifo  # type: ignore[arg-type]
     assert not SnsSink(object(), TOPIC).fifo  # type: ignore[arg-type]
 
@@ -372,7 +374,7 @@ def test_only_the_clock_reads_the_invocations_remaining_time() -> None:
     # consumer's check before it hands the context to Powertools.
     assert _where(_is_text_with("get_remaining_time_in_millis")) == {
         "_clock.py": 1,
-        "consumer.py": 2,
+        "consumer/_processing.py": 2,
     }
 
 
@@ -394,8 +396,8 @@ def test_no_shipped_function_defaults_the_table_keys() -> None:
     """The module configures the key names: a forgotten argument must fail, not read PK/SK.
 
     Only the writer's constructor keeps ``PK``/``SK`` as its documented
-    default (``partition_key``/``sort_key``), and ``envelope.outbox_item``,
-    a public function of the envelope module that the writer calls with its keys.
+    default (``partition_key``/``sort_key``), and ``outbox_item.outbox_item``,
+    a public function of the item module that the writer calls with its keys.
     """
     defaulted = []
     for info in pkgutil.walk_packages(dynamodb_outbox.__path__, "dynamodb_outbox."):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, pending_shard
+from dynamodb_outbox.outbox_item import DEFAULT_PENDING_SHARDS, pending_shard
 from dynamodb_outbox.pending_index import (
     DEFAULT_PENDING_INDEX,
     pending_boundary_sk,

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from dynamodb_outbox import settings
-from dynamodb_outbox.consumer import idempotency_key_prefix
-from dynamodb_outbox.envelope import ATTR_PENDING_SHARD, OUTBOX_SK_PREFIX
+from dynamodb_outbox.consumer._idempotency import idempotency_key_prefix
 from dynamodb_outbox.ledger import LEDGER_KEY_PREFIX
+from dynamodb_outbox.outbox_item import ATTR_PENDING_SHARD, OUTBOX_SK_PREFIX
 from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
 from dynamodb_outbox.sequence_check import SEQUENCE_KEY_PREFIX, sequence_key
 from dynamodb_outbox.settings import DEFAULT_METRICS_NAMESPACE
@@ -109,7 +109,7 @@ def test_a_consumers_iam_prefixes_are_the_keys_its_toolkit_writes() -> None:
 # Every metric the alarms and the dashboard read from the functions' namespace,
 # and each function that emits it: checked against each file alone, so a
 # rename in one of two emitters fails too.
-_CONSUMER_PY = "lambda/dynamodb_outbox/consumer.py"
+_CONSUMER_PY = "lambda/dynamodb_outbox/consumer/_processing.py"
 _PUBLISHER_PY = "lambda/dynamodb_outbox/publisher.py"
 _SWEEPER_PY = "lambda/dynamodb_outbox/sweeper.py"
 

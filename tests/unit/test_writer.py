@@ -21,19 +21,15 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from dynamodb_outbox import writer as writer_module
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+from dynamodb_outbox.outbox_item import (
     DEFAULT_PENDING_SHARDS,
-    Envelope,
-    InvalidEnvelope,
     outbox_item,
+    outbox_sk,
     pending_shard,
 )
 from dynamodb_outbox.sinks import rules_for
 from dynamodb_outbox.writer import (
-    MAX_ITEM_BYTES,
-    MAX_TRANSACTION_ACTIONS,
-    MAX_TRANSACTION_BYTES,
     Condition,
     DuplicateItemInTransaction,
     IdempotentParameterMismatch,
@@ -47,12 +43,16 @@ from dynamodb_outbox.writer import (
     TransactionCancelled,
     TransactionInProgress,
     TransactionTooLarge,
-    attribute_value_size,
     condition_check_action,
     delete_action,
-    item_size,
     put_action,
     update_action,
+)
+from dynamodb_outbox.writer._attribute_values import attribute_value_size, item_size, serialize_item
+from dynamodb_outbox.writer._limits import (
+    MAX_ITEM_BYTES,
+    MAX_TRANSACTION_ACTIONS,
+    MAX_TRANSACTION_BYTES,
 )
 from tests.support.aws_errors import client_error
 
@@ -223,8 +223,8 @@ def test_write_sends_one_transaction_with_the_entity_put_then_one_outbox_put_per
     assert all(item["Put"]["TableName"] == TABLE for item in items)
     assert items[0]["Put"]["Item"]["SK"] == {"S": "META"}
     assert [item["Put"]["Item"]["SK"]["S"] for item in items[1:]] == [
-        placed.outbox_sk,
-        reserved.outbox_sk,
+        outbox_sk(placed.id),
+        outbox_sk(reserved.id),
     ]
 
 
@@ -506,7 +506,7 @@ def test_write_events_writes_outbox_items_next_to_an_updated_entity(
 
     # THEN the transaction is the outbox Put plus the Update, no entity Put
     items = client.items
-    assert items[0]["Put"]["Item"]["SK"] == {"S": shipped.outbox_sk}
+    assert items[0]["Put"]["Item"]["SK"] == {"S": outbox_sk(shipped.id)}
     assert items[0]["Put"]["Item"]["PK"] == {"S": "ORDER#1"}
     assert items[1]["Update"]["TableName"] == TABLE
     assert result.event_ids == (shipped.id,)
@@ -648,7 +648,7 @@ def test_transaction_just_under_4_mb_is_sent(writer: OutboxWriter, client: Recor
 
 
 def client_side_item(entity: dict[str, Any]) -> dict[str, Any]:
-    return writer_module.serialize_item(entity)
+    return serialize_item(entity)
 
 
 # ---------------------------------------------------------------- item size rules
@@ -828,7 +828,7 @@ def test_request_matches_the_transact_write_items_api_model(real_client: Any) ->
                 {
                     "Put": {
                         "TableName": TABLE,
-                        "Item": writer_module.serialize_item(ORDER),
+                        "Item": serialize_item(ORDER),
                         "ConditionExpression": "attribute_not_exists(#absent_key)",
                         "ExpressionAttributeNames": {"#absent_key": "PK"},
                     }

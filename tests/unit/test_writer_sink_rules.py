@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from dynamodb_outbox.envelope import Envelope, outbox_item
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.outbox_item import outbox_item
 from dynamodb_outbox.publishing import OutboxCandidate, _plan, _Poison, _Publish
 from dynamodb_outbox.sinks import (
     PUT_EVENTS_MAX_REQUEST_BYTES,

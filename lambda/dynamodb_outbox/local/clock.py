@@ -14,6 +14,8 @@ import math
 import time
 from datetime import UTC, datetime
 
+__all__ = ["VirtualClock"]
+
 
 class VirtualClock:
     """Epoch seconds that only move when told to.

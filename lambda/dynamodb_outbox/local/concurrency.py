@@ -29,6 +29,8 @@ from typing import Any, TypeVar
 
 from botocore.client import BaseClient
 
+__all__ = ["InterleavingDeadlock", "run_concurrently"]
+
 T = TypeVar("T")
 
 # A scheduled thread waiting longer than this for its turn means a handler

@@ -36,6 +36,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+__all__ = [
+    "INFINITE",
+    "SQS_FIFO_MAX_BATCH_SIZE",
+    "MappingConfigError",
+    "SqsMappingSettings",
+    "StreamMappingSettings",
+    "arn_parts",
+    "check_update",
+    "disable_emulator_mappings",
+    "is_enabled",
+    "mapping_config",
+    "read_mappings",
+]
+
 REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"
 
 # AWS defaults and limits ("DynamoDB event source mapping parameters",

@@ -18,6 +18,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext as PowertoolsLa
 
 from .clock import VirtualClock
 
+__all__ = ["DEFAULT_TIMEOUT_SECONDS", "LambdaContext"]
+
 DEFAULT_TIMEOUT_SECONDS = 3.0
 
 

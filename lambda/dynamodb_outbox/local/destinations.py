@@ -17,6 +17,8 @@ from typing import Any, Literal
 from .config import arn_parts
 from .events import iso_timestamp
 
+__all__ = ["Condition", "DiscardedBatch", "SqsDestination", "stream_failure_record"]
+
 Condition = Literal["RetryAttemptsExhausted", "RecordAgeExceeded"]
 
 

@@ -8,6 +8,8 @@ from typing import Any, Protocol
 from .clock import VirtualClock
 from .results import DrainLimitReached, DrainResult, Invocation, PollResult
 
+__all__ = ["Pollable", "drain_until_idle"]
+
 
 class Pollable(Protocol):
     """What a mapping offers a driver: one polling round, and whether work is pending."""

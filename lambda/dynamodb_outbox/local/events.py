@@ -19,6 +19,18 @@ from typing import Any, TypedDict
 
 from dynamodb_outbox._clock import iso_milliseconds
 
+__all__ = [
+    "PAYLOAD_LIMIT_BYTES",
+    "PayloadMeter",
+    "SqsEventRecord",
+    "StreamEventRecord",
+    "epoch_seconds",
+    "iso_timestamp",
+    "record_size",
+    "sqs_record",
+    "stream_record",
+]
+
 # Lambda's invocation payload limit ("6 MB", synchronous request). Read as
 # 6 MiB: the larger reading gives batches at least as big as AWS's, so a
 # handler tested here is not surprised by a bigger batch in AWS.

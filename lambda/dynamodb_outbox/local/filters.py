@@ -22,6 +22,8 @@ from moto.events.models import EventPattern
 
 from .config import MappingConfigError
 
+__all__ = ["RecordFilter"]
+
 
 class RecordFilter:
     """The compiled ``FilterCriteria`` of one mapping; no patterns means everything passes."""

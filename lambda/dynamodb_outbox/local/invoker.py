@@ -28,6 +28,14 @@ from typing import Any
 
 from .context import LambdaContext
 
+__all__ = [
+    "MAX_RESPONSE_BYTES",
+    "Handler",
+    "HandlerResult",
+    "function_environment",
+    "invoke_handler",
+]
+
 #: Lambda's synchronous invocation response limit, "6 MB": read as 6 MiB of
 #: the JSON the runtime sends back (the larger reading never fails a response
 #: AWS would take).

@@ -20,6 +20,8 @@ from unittest import mock
 
 from .clock import VirtualClock
 
+__all__ = ["stream_records_follow"]
+
 _MOTO_TABLE_UTCNOW = "moto.dynamodb.models.table.utcnow"
 
 

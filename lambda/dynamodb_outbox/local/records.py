@@ -29,7 +29,8 @@ from collections.abc import Iterable
 from typing import Final, Literal
 
 from dynamodb_outbox.consumer import SQSEvent, SQSRecord, SQSRecordAttributes
-from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, Envelope, outbox_item
+from dynamodb_outbox.envelope import Envelope
+from dynamodb_outbox.outbox_item import DEFAULT_PENDING_SHARDS, outbox_item
 from dynamodb_outbox.sizes import is_fifo
 from dynamodb_outbox.stream_types import DynamoDBStreamEvent, DynamoDBStreamRecord
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, TableKeys

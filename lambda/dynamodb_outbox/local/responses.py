@@ -33,6 +33,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["BatchVerdict", "judge_response", "whole_batch_failure"]
+
 ITEM_IDENTIFIER = "itemIdentifier"
 BATCH_ITEM_FAILURES = "batchItemFailures"
 

@@ -5,6 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+__all__ = [
+    "DrainLimitReached",
+    "DrainResult",
+    "Invocation",
+    "PollResult",
+    "SqsStats",
+    "StreamStats",
+]
+
 Outcome = Literal["success", "partial", "failure"]
 
 

@@ -8,6 +8,8 @@ from .clock import VirtualClock
 from .drain import Pollable, drain_until_idle
 from .results import DrainResult, PollResult
 
+__all__ = ["LocalRuntime"]
+
 M = TypeVar("M", bound=Pollable)
 
 

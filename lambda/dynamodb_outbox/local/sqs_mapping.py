@@ -67,6 +67,8 @@ from .invoker import Handler, HandlerResult, function_environment, invoke_handle
 from .responses import BatchVerdict, judge_response, whole_batch_failure
 from .results import DrainResult, Invocation, PollResult, SqsStats
 
+__all__ = ["QueueSettings", "SqsMapping"]
+
 # The longest visibility timeout SQS accepts; used as the wall-clock hold.
 HOLD_VISIBILITY_SECONDS = 43_200
 RECEIVE_LIMIT = 10

@@ -96,6 +96,8 @@ from .invoker import Handler, HandlerResult, function_environment, invoke_handle
 from .responses import BatchVerdict, judge_response, whole_batch_failure
 from .results import DrainResult, Invocation, PollResult, StreamStats
 
+__all__ = ["STREAM_RETENTION_SECONDS", "StreamMapping"]
+
 STREAM_RETENTION_SECONDS = 24 * 60 * 60
 GET_RECORDS_LIMIT = 1_000
 

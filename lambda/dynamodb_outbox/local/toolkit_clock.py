@@ -21,13 +21,15 @@ from unittest import mock
 
 from .clock import VirtualClock
 
+__all__ = ["toolkit_follows"]
+
 _POWERTOOLS_CLOCKS = (
     "aws_lambda_powertools.utilities.idempotency.base.dt",
     "aws_lambda_powertools.utilities.idempotency.persistence.base.dt",
     "aws_lambda_powertools.utilities.idempotency.persistence.dynamodb.dt",
     "aws_lambda_powertools.utilities.idempotency.persistence.datarecord.dt",
 )
-_TOOLKIT_TIME = "dynamodb_outbox.consumer.time"
+_TOOLKIT_TIME = "dynamodb_outbox.consumer._processing.time"
 
 
 def _datetime_reading(clock: VirtualClock) -> type[_dt.datetime]:

@@ -6,17 +6,14 @@ import argparse
 from datetime import timedelta
 from typing import Any, Final
 
-from dynamodb_outbox.ops.common import (
-    EXIT_INCOMPLETE,
-    Context,
-    Report,
-    bad_input,
-    make_sink,
-    publish_summary,
-    publisher_logs_to_stderr,
-)
+from dynamodb_outbox.ops._context import Context, Report
+from dynamodb_outbox.ops._errors import EXIT_INCOMPLETE, bad_input
+from dynamodb_outbox.ops._publishing import make_sink, publish_summary, publisher_logs_to_stderr
 from dynamodb_outbox.pending_index import pending_boundary_sk
 from dynamodb_outbox.regions import RegionScope
+
+# What cli.py uses: the command's parser, whose default runs it. The CLI is the public face.
+__all__ = ["add_parser"]
 
 HELP: Final = "multi-region failover: publish a lost region's pending items from this region"
 
@@ -106,7 +103,7 @@ def run(ctx: Context, args: argparse.Namespace) -> Report:
         "boundary_sk": pending_boundary_sk(ctx.now - timedelta(seconds=args.min_age_seconds)),
     }
     if ctx.dry_run:
-        from dynamodb_outbox.ops.common import count_pending
+        from dynamodb_outbox.ops._index import count_pending
 
         report.say(
             f"dry run: nothing published; {count_pending(ctx, [lost])} items of {lost} are "

@@ -24,18 +24,16 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dynamodb_outbox._clock import utc_now
-from dynamodb_outbox.envelope import DEFAULT_PENDING_SHARDS, writers_shard_count
 from dynamodb_outbox.ops import adopt, pending, redrive, release, replay, replay_archive
-from dynamodb_outbox.ops.common import (
+from dynamodb_outbox.ops._context import ClientFactory, Context, Report
+from dynamodb_outbox.ops._errors import (
     EXIT_AWS_ERROR,
     EXIT_BAD_INPUT,
-    ClientFactory,
-    Context,
     OpsError,
-    Report,
     error_code,
     explain,
 )
+from dynamodb_outbox.outbox_item import DEFAULT_PENDING_SHARDS, writers_shard_count
 from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
 from dynamodb_outbox.settings import (
     ENV_PARTITION_KEY,
@@ -49,6 +47,9 @@ from dynamodb_outbox.settings import (
     table_key_names_from_environment,
 )
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS, InvalidTableKeys, TableKeys
+
+# The `outbox-ops` console script and its in-process form; the rest is private.
+__all__ = ["console_main", "main"]
 
 PROG = "outbox-ops"
 

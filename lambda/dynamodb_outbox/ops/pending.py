@@ -6,7 +6,11 @@ import argparse
 from collections.abc import Mapping
 from typing import Any, Final
 
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.ops._context import AttributeMap, Context, Report, s
+from dynamodb_outbox.ops._errors import bad_input
+from dynamodb_outbox.ops._formatting import age_seconds, event_id_of, format_age
+from dynamodb_outbox.ops._index import batch_get, count_pending, pending_index_keys, query_pages
+from dynamodb_outbox.outbox_item import (
     ATTR_EVENT_TYPE,
     ATTR_QUARANTINE_REASON,
     ATTR_QUARANTINED_AT,
@@ -14,22 +18,11 @@ from dynamodb_outbox.envelope import (
     OUTBOX_SK_PREFIX,
     STATUS_QUARANTINED,
 )
-from dynamodb_outbox.ops.common import (
-    AttributeMap,
-    Context,
-    Report,
-    age_seconds,
-    bad_input,
-    batch_get,
-    count_pending,
-    event_id_of,
-    format_age,
-    pending_index_keys,
-    query_pages,
-    s,
-)
 from dynamodb_outbox.pending_index import is_pending
 from dynamodb_outbox.regions import ATTR_REGION
+
+# What cli.py uses: the command's parser, whose default runs it. The CLI is the public face.
+__all__ = ["add_parser"]
 
 DEFAULT_LIMIT: Final = 50
 

@@ -7,14 +7,12 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dynamodb_outbox.ops.common import (
-    Context,
-    OpsError,
-    Report,
-    bad_input,
-    explain,
-    parse_queue_arn,
-)
+from dynamodb_outbox.ops._arns import parse_queue_arn
+from dynamodb_outbox.ops._context import Context, Report
+from dynamodb_outbox.ops._errors import OpsError, bad_input, explain
+
+# What cli.py uses: the command's parser, whose default runs it. The CLI is the public face.
+__all__ = ["add_parser"]
 
 HELP: Final = "move a consumer dead-letter queue's messages back (SQS StartMessageMoveTask)"
 

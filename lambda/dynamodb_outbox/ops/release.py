@@ -8,7 +8,14 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from dynamodb_outbox._clock import iso_milliseconds
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.ops._arns import check_event_id
+from dynamodb_outbox.ops._context import AttributeMap, Context, Report, key_of, s
+from dynamodb_outbox.ops._errors import EXIT_INCOMPLETE, bad_input, error_code
+from dynamodb_outbox.ops._formatting import event_id_of
+from dynamodb_outbox.ops._index import batch_get
+from dynamodb_outbox.ops._publishing import make_sink, publish_items, publish_summary
+from dynamodb_outbox.ops.pending import QUARANTINE_PROJECTION, projection_names, query_collection
+from dynamodb_outbox.outbox_item import (
     ATTR_PENDING_SHARD,
     ATTR_QUARANTINE_REASON,
     ATTR_QUARANTINED_AT,
@@ -18,23 +25,6 @@ from dynamodb_outbox.envelope import (
     STATUS_QUARANTINED,
     pending_shard,
 )
-from dynamodb_outbox.ops.common import (
-    EXIT_INCOMPLETE,
-    AttributeMap,
-    Context,
-    Report,
-    bad_input,
-    batch_get,
-    check_event_id,
-    error_code,
-    event_id_of,
-    key_of,
-    make_sink,
-    publish_items,
-    publish_summary,
-    s,
-)
-from dynamodb_outbox.ops.pending import QUARANTINE_PROJECTION, projection_names, query_collection
 from dynamodb_outbox.pending_index import is_pending
 from dynamodb_outbox.regions import ATTR_RELEASED_AT, region_of, regional_shard
 

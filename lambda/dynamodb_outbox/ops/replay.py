@@ -12,33 +12,17 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dynamodb_outbox.envelope import (
-    ATTR_STATUS,
-    OUTBOX_SK_PREFIX,
-    STATUS_QUARANTINED,
-)
-from dynamodb_outbox.ops.common import (
-    EXIT_INCOMPLETE,
-    AttributeMap,
-    Context,
-    OpsError,
-    Report,
-    bad_input,
-    batch_get,
-    check_queue_url,
-    check_topic_arn,
-    error_code,
-    event_id_of,
-    explain,
-    key_of,
-    make_sink,
-    pending_index_keys,
-    publish_items,
-    publish_summary,
-    s,
-    stream_table,
-)
+from dynamodb_outbox.ops._arns import check_queue_url, check_topic_arn, stream_table
+from dynamodb_outbox.ops._context import AttributeMap, Context, Report, key_of, s
+from dynamodb_outbox.ops._errors import EXIT_INCOMPLETE, OpsError, bad_input, error_code, explain
+from dynamodb_outbox.ops._formatting import event_id_of
+from dynamodb_outbox.ops._index import batch_get, pending_index_keys
+from dynamodb_outbox.ops._publishing import make_sink, publish_items, publish_summary
+from dynamodb_outbox.outbox_item import ATTR_STATUS, OUTBOX_SK_PREFIX, STATUS_QUARANTINED
 from dynamodb_outbox.pending_index import is_pending, key_id, pending_boundary_sk
+
+# What cli.py uses: the command's parser, whose default runs it. The CLI is the public face.
+__all__ = ["add_parser"]
 
 HELP: Final = "re-publish the outbox items of stream batches sent to the on-failure queue"
 

@@ -10,15 +10,12 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from dynamodb_outbox.ops.common import (
-    EXIT_AWS_ERROR,
-    Context,
-    OpsError,
-    Report,
-    bad_input,
-    error_code,
-)
+from dynamodb_outbox.ops._context import Context, Report
+from dynamodb_outbox.ops._errors import EXIT_AWS_ERROR, OpsError, bad_input, error_code
 from dynamodb_outbox.replays import replay_name
+
+# What cli.py uses: the command's parser, whose default runs it. The CLI is the public face.
+__all__ = ["add_parser"]
 
 HELP: Final = "replay the bus archive's events of a time window to one consumer's rule"
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dynamodb_outbox._consumer_errors import describe
+from dynamodb_outbox.consumer._errors import describe
 from dynamodb_outbox.local import Invocation
 
 __all__ = ["ConsumerFailure", "FailureLog", "reconcile"]

@@ -24,7 +24,7 @@ import boto3
 
 from dynamodb_outbox import publisher
 from dynamodb_outbox.consumer import SQSEvent
-from dynamodb_outbox.envelope import ATTR_PENDING_SHARD, Envelope
+from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.local import (
     DrainResult,
     LambdaContext,
@@ -34,6 +34,7 @@ from dynamodb_outbox.local import (
     VirtualClock,
     mapping_config,
 )
+from dynamodb_outbox.outbox_item import ATTR_PENDING_SHARD
 from dynamodb_outbox.settings import (
     DEFAULT_METRICS_NAMESPACE,
     ENV_CONSUMER_EVENT_BUS_ARN,

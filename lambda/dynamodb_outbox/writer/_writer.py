@@ -1,4 +1,6 @@
-"""Write an entity and the events it announces in one DynamoDB transaction.
+"""The writer itself: an entity and the events it announces in one transaction.
+
+Write an entity and the events it announces in one DynamoDB transaction.
 
 The outbox only works if the entity and its outbox items commit together: an
 event without its change is a lie, a change without its event is lost. So every
@@ -46,34 +48,29 @@ the application has them).
 from __future__ import annotations
 
 import base64
-import contextlib
-import math
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
-from decimal import Decimal, DecimalException, InvalidOperation
-from typing import TYPE_CHECKING, Any, Final, TypedDict, cast
-from uuid import UUID
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, cast
 
 import boto3
-from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
 from dynamodb_outbox import trace_context
 from dynamodb_outbox._clock import iso_milliseconds
-from dynamodb_outbox.envelope import (
+from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
+from dynamodb_outbox.outbox_item import (
     ATTR_PK,
     ATTR_SK,
     DEFAULT_PENDING_SHARDS,
     OUTBOX_SK_PREFIX,
-    Envelope,
-    InvalidEnvelope,
     outbox_item,
+    outbox_sk,
     writers_shard_count,
 )
-from dynamodb_outbox.event_ids import event_id_datetime, new_event_id
 from dynamodb_outbox.payload_json import JsonDefault, PayloadNotEncodable, to_json_value
 from dynamodb_outbox.regions import RegionScope
 from dynamodb_outbox.settings import (
@@ -88,383 +85,31 @@ from dynamodb_outbox.settings import (
 from dynamodb_outbox.sinks import PUBLISH_TO_EVENTBRIDGE, OutboundEvent, SinkRules, rules_for
 from dynamodb_outbox.table_keys import InvalidTableKeys, TableKeys
 from dynamodb_outbox.trace_context import TraceContext
-from dynamodb_outbox.write_errors import (
-    CancellationReason,
-    DuplicateItemInTransaction,
+from dynamodb_outbox.writer._attribute_values import (
+    attribute_value_size,
+    item_size,
+    serialize_item,
+)
+from dynamodb_outbox.writer._conditions import ACTION_KINDS, Condition, update_action
+from dynamodb_outbox.writer._errors import (
     EventTooLarge,
-    IdempotentParameterMismatch,
     InvalidWrite,
-    ItemTooLarge,
-    LimitExceeded,
     NoEvents,
-    OutboxWriteError,
-    Role,
-    TooManyActions,
-    TransactionCancelled,
-    TransactionInProgress,
-    TransactionTooLarge,
     UnpublishableEvent,
-    is_retryable,
     translate_client_error,
+)
+from dynamodb_outbox.writer._limits import (
+    MAX_EVENT_ID_LEAD_SECONDS,
+    Action,
+    check_limits,
+    check_token,
+    item_identity,
 )
 
 if TYPE_CHECKING:
     # boto3-stubs[dynamodb] (dev only): a Table resource or an async client
     # passed as ``client`` fails type checking. Without the stubs it is Any.
     from mypy_boto3_dynamodb import DynamoDBClient
-
-__all__ = [
-    "MAX_CLIENT_REQUEST_TOKEN_LENGTH",
-    "MAX_EVENT_ID_LEAD_SECONDS",
-    "MAX_ITEM_BYTES",
-    "MAX_NESTING_LEVELS",
-    "MAX_TRANSACTION_ACTIONS",
-    "MAX_TRANSACTION_BYTES",
-    "CancellationReason",
-    "Condition",
-    "DuplicateItemInTransaction",
-    "EventTooLarge",
-    "IdempotentParameterMismatch",
-    "InvalidWrite",
-    "ItemTooLarge",
-    "LimitExceeded",
-    "NoEvents",
-    "OutboxWriteError",
-    "OutboxWriter",
-    "Role",
-    "TooManyActions",
-    "TransactItem",
-    "TransactionCancelled",
-    "TransactionInProgress",
-    "TransactionTooLarge",
-    "UnpublishableEvent",
-    "WriteResult",
-    "attribute_value_size",
-    "condition_check_action",
-    "delete_action",
-    "is_retryable",
-    "item_size",
-    "put_action",
-    "serialize_item",
-    "update_action",
-]
-
-# --------------------------------------------------------------------------- limits
-
-MAX_TRANSACTION_ACTIONS: Final = 100
-"""``TransactWriteItems`` accepts at most 100 actions."""
-
-MAX_TRANSACTION_BYTES: Final = 4 * 1024 * 1024
-"""Aggregate size of the items of one transaction (AWS: "4 MB")."""
-
-MAX_ITEM_BYTES: Final = 400 * 1024
-"""Largest DynamoDB item (AWS: "400 KB"); sizes are estimated from above, see :func:`item_size`."""
-
-MAX_NESTING_LEVELS: Final = 32
-"""DynamoDB "supports nested attributes up to 32 levels deep"."""
-
-MAX_CLIENT_REQUEST_TOKEN_LENGTH: Final = 36
-
-MAX_EVENT_ID_LEAD_SECONDS: Final = 300
-"""How far in the future a caller's ``event_id`` may be (clock skew). The sweeper
-finds pending events by the time in their id (``SK < OUTBOX#<ULID of now - min
-age>``): an id far ahead would hide its event from the sweeper until then."""
-
-_ACTION_KINDS: Final = ("ConditionCheck", "Put", "Delete", "Update")
-_RETURN_OLD: Final = "ReturnValuesOnConditionCheckFailure"
-
-# -------------------------------------------------------------- conditions, actions
-
-
-class TransactItem(TypedDict, total=False):
-    """One element of ``TransactItems`` in the low-level client's shape: exactly one key."""
-
-    ConditionCheck: dict[str, Any]
-    Put: dict[str, Any]
-    Delete: dict[str, Any]
-    Update: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Condition:
-    """A condition expression with its placeholders.
-
-    ``values`` hold plain Python values (``str``, ``int``, ``Decimal``, ``float``,
-    ``bytes``, ``dict``...); they are converted like entity attributes.
-
-    :meth:`item_absent` and :meth:`item_exists` test the ``PK`` attribute unless
-    given another name: on a table keyed otherwise, pass its partition key
-    (``Condition.item_absent("pk")``), or the writer refuses the condition
-    rather than let it test an attribute the item never has.
-
-    ``return_old_item=True`` asks DynamoDB for the item as it was when the
-    condition failed (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): it comes
-    back in plain Python on the action's :class:`CancellationReason` ``item``,
-    so "already paid" can answer with the current state without a second read
-    (which could see a newer state than the one that failed the condition).
-    """
-
-    expression: str
-    names: Mapping[str, str] | None = None
-    values: Mapping[str, Any] | None = None
-    return_old_item: bool = False
-
-    @classmethod
-    def item_absent(
-        cls, key_attribute: str = ATTR_PK, *, return_old_item: bool = False
-    ) -> Condition:
-        """Create-only: the write fails if an item with this key already exists."""
-        return cls(
-            "attribute_not_exists(#absent_key)",
-            {"#absent_key": key_attribute},
-            return_old_item=return_old_item,
-        )
-
-    @classmethod
-    def item_exists(cls, key_attribute: str = ATTR_PK) -> Condition:
-        """Replace-only: the write fails if no item with this key exists."""
-        return cls("attribute_exists(#present_key)", {"#present_key": key_attribute})
-
-    def to_request(self) -> dict[str, Any]:
-        """The ``ConditionExpression`` / ``ExpressionAttribute*`` parameters of one action."""
-        if not self.expression or not isinstance(self.expression, str):
-            raise InvalidWrite("a condition needs a non-empty expression")
-        request: dict[str, Any] = {"ConditionExpression": self.expression}
-        if self.names:
-            request["ExpressionAttributeNames"] = dict(self.names)
-        if self.values:
-            request["ExpressionAttributeValues"] = {
-                placeholder: _serialize(value, f"condition value {placeholder}")
-                for placeholder, value in self.values.items()
-            }
-        if self.return_old_item:
-            request[_RETURN_OLD] = "ALL_OLD"
-        return request
-
-
-def condition_check_action(
-    key: Mapping[str, Any], condition: Condition, *, table_name: str | None = None
-) -> TransactItem:
-    """A ``ConditionCheck`` that makes the write depend on another item (nothing is written).
-
-    ``key`` holds plain Python values. Without ``table_name`` the writer's table
-    is used.
-    """
-    body = {"Key": serialize_item(key), **condition.to_request()}
-    return {"ConditionCheck": _with_table(body, table_name)}
-
-
-def update_action(
-    key: Mapping[str, Any],
-    update_expression: str,
-    *,
-    names: Mapping[str, str] | None = None,
-    values: Mapping[str, Any] | None = None,
-    condition: Condition | None = None,
-    table_name: str | None = None,
-) -> TransactItem:
-    """An ``Update`` in the same transaction; placeholders are shared with ``condition``."""
-    body: dict[str, Any] = {"Key": serialize_item(key), "UpdateExpression": update_expression}
-    merged_names = dict(names or {})
-    merged_values = {p: _serialize(v, f"update value {p}") for p, v in (values or {}).items()}
-    if condition is not None:
-        cond = condition.to_request()
-        body["ConditionExpression"] = cond["ConditionExpression"]
-        if _RETURN_OLD in cond:
-            body[_RETURN_OLD] = cond[_RETURN_OLD]
-        _merge_placeholders(merged_names, cond.get("ExpressionAttributeNames", {}))
-        _merge_placeholders(merged_values, cond.get("ExpressionAttributeValues", {}))
-    if merged_names:
-        body["ExpressionAttributeNames"] = merged_names
-    if merged_values:
-        body["ExpressionAttributeValues"] = merged_values
-    return {"Update": _with_table(body, table_name)}
-
-
-def delete_action(
-    key: Mapping[str, Any], *, condition: Condition | None = None, table_name: str | None = None
-) -> TransactItem:
-    """A ``Delete`` in the same transaction."""
-    body = {"Key": serialize_item(key), **(condition.to_request() if condition else {})}
-    return {"Delete": _with_table(body, table_name)}
-
-
-def put_action(
-    item: Mapping[str, Any], *, condition: Condition | None = None, table_name: str | None = None
-) -> TransactItem:
-    """A ``Put`` of another item in the same transaction (``item`` holds plain Python values)."""
-    body = {"Item": serialize_item(item), **(condition.to_request() if condition else {})}
-    return {"Put": _with_table(body, table_name)}
-
-
-def _with_table(body: dict[str, Any], table_name: str | None) -> dict[str, Any]:
-    return {"TableName": table_name, **body} if table_name else body
-
-
-def _merge_placeholders(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
-    for placeholder, value in extra.items():
-        if placeholder in into and into[placeholder] != value:
-            raise InvalidWrite(
-                f"placeholder {placeholder} means two different things in the update "
-                "expression and its condition; rename one of them"
-            )
-        into[placeholder] = value
-
-
-# ------------------------------------------------------------------ serialization
-
-_SERIALIZER: Final = TypeSerializer()
-
-
-def serialize_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    """Plain Python attributes to low-level attribute values.
-
-    Floats are accepted and stored as ``Decimal(repr(x))``: the shortest decimal
-    that reads back as the same float, i.e. the number Python prints (``0.1``
-    stays ``0.1``, not ``0.1000000000000000055...``). NaN and infinities are
-    refused (DynamoDB numbers have none), as are empty sets (DynamoDB has no
-    empty set) and numbers beyond DynamoDB's 38 digits or 1E-130..1E+126 range.
-    """
-    if not isinstance(item, Mapping):
-        raise InvalidWrite(f"an item must be a mapping of attributes, got {type(item).__name__}")
-    result: dict[str, Any] = {}
-    for name, value in item.items():
-        if not isinstance(name, str) or not name:
-            raise InvalidWrite(f"attribute names must be non-empty strings, got {name!r}")
-        result[name] = _serialize(value, name)
-    return result
-
-
-def _serialize(value: Any, path: str) -> dict[str, Any]:
-    prepared = _prepare(value, path)
-    try:
-        serialized = cast(dict[str, Any], _SERIALIZER.serialize(prepared))
-    except DecimalException as exc:
-        raise InvalidWrite(
-            f"attribute {path!r}: a number does not fit DynamoDB "
-            f"(38 significant digits, magnitude from 1E-130 to below 1E+126): "
-            f"{type(exc).__name__}"
-        ) from exc
-    except TypeError as exc:
-        raise InvalidWrite(
-            f"attribute {path!r} cannot be stored in DynamoDB: {exc}; convert it first to "
-            "str, int, Decimal, bool, bytes, None, a list, a dict or a set (datetime, date "
-            "and UUID are stored as their ISO 8601 / canonical text)"
-        ) from exc
-    return serialized
-
-
-def _prepare(value: Any, path: str, depth: int = 1) -> Any:
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidWrite(
-                f"attribute {path!r} is {value!r}; DynamoDB numbers have no NaN or Infinity"
-            )
-        return Decimal(repr(value))
-    if isinstance(value, Mapping | list | tuple) and depth > MAX_NESTING_LEVELS:
-        raise InvalidWrite(
-            f"attribute {path[:200]!r} nests deeper than DynamoDB's {MAX_NESTING_LEVELS} levels"
-        )
-    if isinstance(value, Mapping):
-        prepared = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise InvalidWrite(f"attribute {path!r} has a non-string map key {key!r}")
-            prepared[key] = _prepare(item, f"{path}.{key}", depth + 1)
-        return prepared
-    if isinstance(value, list | tuple):
-        return [_prepare(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
-    if isinstance(value, datetime | date | UUID):
-        # Stored as the text event data gets (dynamodb_outbox.payload_json): one
-        # rule for both halves of a write; read back, it is that string.
-        try:
-            return to_json_value(value, path=path)
-        except PayloadNotEncodable as exc:
-            raise InvalidWrite(f"attribute {exc}") from exc
-    if isinstance(value, set | frozenset):
-        if not value:
-            raise InvalidWrite(
-                f"attribute {path!r} is an empty set; DynamoDB cannot store one, omit the attribute"
-            )
-        return {_prepare(item, path, depth) for item in value}
-    return value
-
-
-# --------------------------------------------------------------------------- sizes
-
-
-def item_size(item: Mapping[str, Any]) -> int:
-    """Size in bytes of a low-level item per AWS's rules, rounded up where AWS says "approximately".
-
-    Attribute name (UTF-8 bytes) + value, for every attribute. See
-    :func:`attribute_value_size` for the values. The estimate never undercounts,
-    so the writer may refuse an item a few bytes under the real limit but never
-    sends one that DynamoDB would reject for its size.
-    """
-    return sum(_utf8_len(name) + attribute_value_size(value) for name, value in item.items())
-
-
-def attribute_value_size(value: Mapping[str, Any]) -> int:
-    """Size of one low-level attribute value (``{"S": ...}``, ``{"N": ...}``, ``{"M": ...}``...).
-
-    Strings: UTF-8 bytes. Binary: raw bytes. Boolean/null: 1. Numbers: AWS says
-    "about 1 byte per two significant digits + 1"; counted here as
-    ``ceil((digits + 2) / 2) + 1`` plus 1 for a minus sign, an upper bound that
-    covers digit pairs aligned on the decimal point. Map/list: 3 bytes + 1 byte
-    per element + the elements (map keys count like attribute names). Sets: sum
-    of their elements.
-    """
-    if not isinstance(value, Mapping) or len(value) != 1:
-        raise InvalidWrite(f"not a low-level attribute value: {value!r:.80}")
-    ((kind, data),) = value.items()
-    if kind == "S":
-        return _utf8_len(data)
-    if kind == "N":
-        return _number_size(data)
-    if kind == "B":
-        return _binary_len(data)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "SS":
-        return sum(_utf8_len(s) for s in data)
-    if kind == "NS":
-        return sum(_number_size(n) for n in data)
-    if kind == "BS":
-        return sum(_binary_len(b) for b in data)
-    if kind == "L":
-        return 3 + sum(1 + attribute_value_size(element) for element in data)
-    if kind == "M":
-        return 3 + sum(1 + _utf8_len(k) + attribute_value_size(v) for k, v in data.items())
-    raise InvalidWrite(f"unknown attribute value type {kind!r}")
-
-
-def _utf8_len(text: Any) -> int:
-    if not isinstance(text, str):
-        raise InvalidWrite(f"expected a string, got {type(text).__name__}")
-    return len(text.encode("utf-8"))
-
-
-def _binary_len(data: Any) -> int:
-    if isinstance(data, bytes | bytearray | memoryview):
-        return len(data)
-    if isinstance(data, str):  # botocore sends a str blob as its UTF-8 bytes
-        return _utf8_len(data)
-    raise InvalidWrite(f"expected bytes for a binary value, got {type(data).__name__}")
-
-
-def _number_size(text: Any) -> int:
-    if not isinstance(text, str):
-        raise InvalidWrite(f"a low-level number must be a string, got {type(text).__name__}")
-    try:
-        digits = Decimal(text).as_tuple().digits
-    except InvalidOperation as exc:
-        raise InvalidWrite(f"{text!r} is not a number") from exc
-    significant = "".join(map(str, digits)).strip("0") or "0"
-    negative = text.lstrip().startswith("-")
-    return math.ceil((len(significant) + 2) / 2) + 1 + (1 if negative else 0)
-
-
-# ---------------------------------------------------------------------- the writer
 
 
 @dataclass(frozen=True)
@@ -477,15 +122,6 @@ class WriteResult:
     action_count: int
 
 
-@dataclass(frozen=True)
-class _Action:
-    request: dict[str, Any]
-    label: str
-    role: Role
-    identity: tuple[Any, ...] | None
-    size: int
-
-
 class OutboxWriter:
     """Writes entities and their events atomically to the outbox table.
 
@@ -495,7 +131,7 @@ class OutboxWriter:
     construction, so building a writer at import time costs nothing and needs
     no credentials; threads sharing the writer share that one client.
     ``pending_shards`` is not a setting: the pending index has
-    :data:`~dynamodb_outbox.envelope.DEFAULT_PENDING_SHARDS` shards, which the
+    :data:`~dynamodb_outbox.outbox_item.DEFAULT_PENDING_SHARDS` shards, which the
     sweeper reads, and any other value is refused (kept for callers that pass it).
     ``partition_key`` and ``sort_key`` name the table's key attributes (both
     strings), ``PK`` and ``SK`` by default: the module's ``table.partition_key``
@@ -813,7 +449,7 @@ class OutboxWriter:
     def _transact(
         self,
         pk: str,
-        actions: list[_Action],
+        actions: list[Action],
         events: Envelope | Iterable[Envelope],
         extra_actions: Iterable[Mapping[str, Any]],
         client_request_token: str | None,
@@ -830,11 +466,11 @@ class OutboxWriter:
         _check_sequences(envelopes, pk, self.table_keys.partition)
         for position, raw in enumerate(extra_actions):
             actions.append(self._extra_action(raw, len(actions), position))
-        _check_limits(actions)
+        check_limits(actions)
 
         request: dict[str, Any] = {"TransactItems": [action.request for action in actions]}
         if client_request_token is not None:
-            _check_token(client_request_token)
+            check_token(client_request_token)
             request["ClientRequestToken"] = client_request_token
         try:
             self.client.transact_write_items(**request)
@@ -846,13 +482,13 @@ class OutboxWriter:
         return WriteResult(
             pk=pk,
             event_ids=tuple(envelope.id for envelope in envelopes),
-            outbox_sks=tuple(envelope.outbox_sk for envelope in envelopes),
+            outbox_sks=tuple(outbox_sk(envelope.id) for envelope in envelopes),
             action_count=len(actions),
         )
 
     def _entity_action(
         self, entity: Mapping[str, Any], condition: Condition | None
-    ) -> tuple[str, _Action]:
+    ) -> tuple[str, Action]:
         if not isinstance(entity, Mapping):
             raise InvalidWrite(f"the entity must be a mapping, got {type(entity).__name__}")
         pk = _checked_entity_key(entity, self.table_keys)
@@ -862,11 +498,11 @@ class OutboxWriter:
             self._check_key_condition(condition)
             body.update(condition.to_request())
         key = self.table_keys.key_of(item)
-        return pk, _Action(
+        return pk, Action(
             request={"Put": body},
             label=f"Put entity {self._describe_key(key)}",
             role="entity",
-            identity=_identity(self.table_name, key),
+            identity=item_identity(self.table_name, key),
             size=item_size(item),
         )
 
@@ -877,7 +513,7 @@ class OutboxWriter:
         names: Mapping[str, str] | None,
         values: Mapping[str, Any] | None,
         condition: Condition | None,
-    ) -> tuple[str, _Action]:
+    ) -> tuple[str, Action]:
         partition_key, sort_key = self.table_keys.names
         if not isinstance(key, Mapping) or set(key) != {partition_key, sort_key}:
             raise InvalidWrite(
@@ -901,15 +537,15 @@ class OutboxWriter:
         values_size = sum(
             attribute_value_size(v) for v in body.get("ExpressionAttributeValues", {}).values()
         )
-        return pk, _Action(
+        return pk, Action(
             request=dict(request),
             label=f"Update entity {self._describe_key(body['Key'])}",
             role="entity",
-            identity=_identity(self.table_name, body["Key"]),
+            identity=item_identity(self.table_name, body["Key"]),
             size=item_size(body["Key"]) + values_size,
         )
 
-    def _event_action(self, pk: str, envelope: Envelope, index: int, position: int) -> _Action:
+    def _event_action(self, pk: str, envelope: Envelope, index: int, position: int) -> Action:
         if not isinstance(envelope, Envelope):
             raise InvalidWrite(
                 f"event #{position} must be an Envelope (see OutboxWriter.new_event), "
@@ -926,7 +562,7 @@ class OutboxWriter:
         )
         label = f"Put outbox event {envelope.type} {self._describe_key(item)}"
         self._check_sink_rules(envelope, index, label)
-        return _Action(
+        return Action(
             request={
                 "Put": {
                     "TableName": self.table_name,
@@ -939,7 +575,7 @@ class OutboxWriter:
             },
             label=label,
             role="event",
-            identity=_identity(self.table_name, item),
+            identity=item_identity(self.table_name, item),
             size=item_size(item),
         )
 
@@ -993,16 +629,16 @@ class OutboxWriter:
                 index=index,
             )
 
-    def _extra_action(self, raw: Mapping[str, Any], index: int, position: int) -> _Action:
+    def _extra_action(self, raw: Mapping[str, Any], index: int, position: int) -> Action:
         where = f"extra action #{position} (action {index})"
         if not isinstance(raw, Mapping) or len(raw) != 1:
             raise InvalidWrite(
-                f"{where} must be a mapping with exactly one of {', '.join(_ACTION_KINDS)}"
+                f"{where} must be a mapping with exactly one of {', '.join(ACTION_KINDS)}"
             )
         ((kind, body),) = raw.items()
-        if kind not in _ACTION_KINDS or not isinstance(body, Mapping):
+        if kind not in ACTION_KINDS or not isinstance(body, Mapping):
             raise InvalidWrite(
-                f"{where}: {kind!r} is not one of {', '.join(_ACTION_KINDS)} with a mapping body"
+                f"{where}: {kind!r} is not one of {', '.join(ACTION_KINDS)} with a mapping body"
             )
         body = dict(body)
         table = body.setdefault("TableName", self.table_name)
@@ -1018,7 +654,7 @@ class OutboxWriter:
             key = {name: item[name] for name in schema if name in item} if schema else None
             size = item_size(item)
             label = f"Put{on_other_table} {self._describe_key(key) if key else '(key unknown)'}"
-            identity = _identity(table, key) if key else None
+            identity = item_identity(table, key) if key else None
         else:
             key = body.get("Key")
             if not isinstance(key, Mapping) or not key:
@@ -1028,10 +664,8 @@ class OutboxWriter:
             values = body.get("ExpressionAttributeValues") or {}
             size = item_size(key) + sum(attribute_value_size(v) for v in values.values())
             label = f"{kind}{on_other_table} {self._describe_key(key)}"
-            identity = _identity(table, key)
-        return _Action(
-            request={kind: body}, label=label, role="extra", identity=identity, size=size
-        )
+            identity = item_identity(table, key)
+        return Action(request={kind: body}, label=label, role="extra", identity=identity, size=size)
 
 
 # ------------------------------------------------------------------------- checks
@@ -1078,47 +712,6 @@ def _check_sequences(envelopes: Sequence[Envelope], pk: str, partition_key: str)
                 f"events #{earlier} and #{position} of subject {_short(envelope.subject)} both "
                 f"carry sequence {envelope.sequence}: a subject's sequence numbers must differ"
             )
-
-
-def _check_limits(actions: Sequence[_Action]) -> None:
-    if len(actions) > MAX_TRANSACTION_ACTIONS:
-        raise TooManyActions(
-            f"the transaction has {len(actions)} actions; TransactWriteItems allows at most "
-            f"{MAX_TRANSACTION_ACTIONS}",
-            limit=MAX_TRANSACTION_ACTIONS,
-            actual=len(actions),
-        )
-    seen: dict[tuple[Any, ...], int] = {}
-    for index, action in enumerate(actions):
-        # Only a Put's size is known here; an Update's resulting item is checked by AWS.
-        if "Put" in action.request and action.size > MAX_ITEM_BYTES:
-            raise ItemTooLarge(
-                f"action {index} ({action.label}) is about {action.size} bytes, over "
-                f"DynamoDB's item limit of {MAX_ITEM_BYTES} bytes (estimate rounds up)",
-                limit=MAX_ITEM_BYTES,
-                actual=action.size,
-                index=index,
-            )
-        if action.identity is None:
-            continue
-        if action.identity in seen:
-            first = seen[action.identity]
-            raise DuplicateItemInTransaction(
-                f"action {index} ({action.label}) and action {first} "
-                f"({actions[first].label}) target the same item; TransactWriteItems allows "
-                "one action per item (put a check on the entity into its condition instead)",
-                first_index=first,
-                second_index=index,
-            )
-        seen[action.identity] = index
-    total = sum(action.size for action in actions)
-    if total > MAX_TRANSACTION_BYTES:
-        raise TransactionTooLarge(
-            f"the transaction's items add up to about {total} bytes, over the "
-            f"TransactWriteItems limit of {MAX_TRANSACTION_BYTES} bytes",
-            limit=MAX_TRANSACTION_BYTES,
-            actual=total,
-        )
 
 
 def _checked_entity_key(entity: Mapping[str, Any], keys: TableKeys) -> str:
@@ -1175,30 +768,6 @@ def _event_time_text(time: datetime | str) -> str:
     if not isinstance(time, datetime) or time.utcoffset() is None:
         raise InvalidWrite(f"time must be an aware datetime or RFC 3339 text, got {time!r:.64}")
     return iso_milliseconds(time, keep_offset=True)
-
-
-def _check_token(token: Any) -> None:
-    if not isinstance(token, str) or not 1 <= len(token) <= MAX_CLIENT_REQUEST_TOKEN_LENGTH:
-        actual = len(token) if isinstance(token, str) else type(token).__name__
-        raise InvalidWrite(
-            "client_request_token must be a string of 1 to "
-            f"{MAX_CLIENT_REQUEST_TOKEN_LENGTH} characters, got {actual}"
-        )
-
-
-def _identity(table: str, key: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A hashable id of (table, key); numbers are normalised because 1 and 1.0 are one key."""
-    parts = []
-    for name in sorted(key):
-        value = key[name]
-        ((kind, data),) = value.items()
-        if kind == "N":
-            with contextlib.suppress(InvalidOperation):
-                data = str(Decimal(data).normalize())
-        elif kind == "B":
-            data = bytes(data) if not isinstance(data, str) else data.encode()
-        parts.append((name, kind, data))
-    return (table, tuple(parts))
 
 
 def _short(value: Any) -> str:

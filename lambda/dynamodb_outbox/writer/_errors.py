@@ -17,8 +17,9 @@
     └── TransactionInProgress
 
 Other AWS errors (throttling, missing table, access denied...) propagate as
-botocore ``ClientError``. Everything here is re-exported by
-:mod:`dynamodb_outbox.writer`.
+botocore ``ClientError``. The exceptions and :func:`is_retryable` are
+re-exported by :mod:`dynamodb_outbox.writer` (and the package); the rest is the
+writer's own plumbing.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ process's event loop; each record's idempotency calls (blocking boto3) run on
 a worker thread, so they never stall the loop the other records await on.
 
 Whatever a record raises ends as a failure of that record
-(:mod:`._consumer_errors`), except :data:`~._consumer_errors.PROCESS_ENDING`.
-The :class:`~._consumer_deadline.Deadline` decides whether a record may start;
+(:mod:`._errors`), except :data:`~._errors.PROCESS_ENDING`.
+The :class:`~._deadline.Deadline` decides whether a record may start;
 the records it refuses are returned unattempted.
 """
 
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 from aws_lambda_powertools import Logger
 
-from dynamodb_outbox._consumer_deadline import Deadline
-from dynamodb_outbox._consumer_errors import PROCESS_ENDING, raised_at, type_name
+from dynamodb_outbox.consumer._deadline import Deadline
+from dynamodb_outbox.consumer._errors import PROCESS_ENDING, raised_at, type_name
 
 __all__ = ["BatchResult", "Outcome", "lanes_of", "run_concurrently", "run_in_order"]
 

@@ -1,0 +1,151 @@
+"""The package's public face is what docs/python.md lists and the README promises.
+
+docs/python.md, "The public API", lists each documented module's names; the
+README's Versioning section names the same modules. Each module's ``__all__`` is
+exactly its list, and every name the docs and examples import comes from a
+listed module or one of the wings (``local``, ``testing``). Everything else is
+internal: a new public name needs a line in the docs, and with it a promise.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import typing
+from pathlib import Path
+
+import pytest
+
+import dynamodb_outbox
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON_DOC = ROOT / "docs" / "python.md"
+README = ROOT / "README.md"
+PACKAGE = Path(dynamodb_outbox.__file__).parent
+WINGS = ("dynamodb_outbox.local", "dynamodb_outbox.testing")
+
+
+def documented_faces() -> dict[str, set[str]]:
+    """``module: names`` from the "The public API" section of docs/python.md."""
+    text = PYTHON_DOC.read_text(encoding="utf-8")
+    section = text.split("\n## The public API\n", 1)[1].split("\n## ", 1)[0]
+    faces: dict[str, set[str]] = {}
+    for module, names in re.findall(r"^- `(dynamodb_outbox[\w.]*)`: (.+)$", section, re.M):
+        faces[module] = set(re.findall(r"`([\w]+)`", names))
+    return faces
+
+
+def test_the_doc_lists_the_package_and_the_modules_the_readme_versions() -> None:
+    versioning = README.read_text(encoding="utf-8").split("\n## Versioning\n", 1)[1]
+    bullet = versioning.split("- the public Python API", 1)[1]
+    promise = re.split(r"\n(?:- |\n)", bullet, maxsplit=1)[0]
+    in_readme = {"dynamodb_outbox"} | {
+        f"dynamodb_outbox.{name.removeprefix('dynamodb_outbox.')}"
+        for name in re.findall(r"`([\w.]+)`", promise)
+        if name not in ("__all__", "dynamodb_outbox", "outbox-ops")
+    }
+    assert set(documented_faces()) == in_readme
+
+
+@pytest.mark.parametrize("module_name", sorted(documented_faces()))
+def test_each_documented_module_exports_exactly_its_documented_names(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert set(module.__all__) == documented_faces()[module_name]
+    assert len(module.__all__) == len(set(module.__all__))
+
+
+def test_the_package_re_exports_the_very_objects_of_the_modules() -> None:
+    faces = documented_faces()
+    for module_name, names in faces.items():
+        if module_name == "dynamodb_outbox":
+            continue
+        module = importlib.import_module(module_name)
+        for name in names & faces["dynamodb_outbox"]:
+            assert getattr(dynamodb_outbox, name) is getattr(module, name), name
+
+
+def test_public_classes_and_functions_name_the_module_to_import_them_from() -> None:
+    # Tracebacks, reprs and pickles say dynamodb_outbox.writer.InvalidWrite,
+    # not the private module the class lives in. A class with annotations keeps
+    # its own module: typing.get_type_hints() resolves them in its namespace.
+    for module_name in ("dynamodb_outbox.writer", "dynamodb_outbox.consumer"):
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            value = getattr(module, name)
+            renamed = hasattr(value, "__code__") or (
+                isinstance(value, type) and not vars(value).get("__annotations__")
+            )
+            if renamed:
+                assert value.__module__ == module_name, name
+
+
+def test_the_annotations_of_every_public_class_resolve() -> None:
+    for module_name in documented_faces():
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            value = getattr(module, name)
+            if isinstance(value, type):
+                typing.get_type_hints(value)  # raises NameError when they do not
+
+
+def _imports_in_docs_and_examples() -> list[tuple[str, str, str]]:
+    """``(where, module, name)`` for every ``from dynamodb_outbox... import name``."""
+    found: list[tuple[str, str, str]] = []
+    sources = [README, *sorted((ROOT / "docs").glob("*.md"))]
+    for path in sources:
+        for block in re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.S):
+            found += _imports(path.name, block)
+    for path in sorted((ROOT / "examples").rglob("*.py")):
+        found += _imports(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+    return found
+
+
+def _imports(where: str, code: str) -> list[tuple[str, str, str]]:
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dynamodb_outbox"):
+            found += [(where, node.module or "", alias.name) for alias in node.names]
+    return found
+
+
+def test_docs_and_examples_import_only_promised_names_or_the_wings() -> None:
+    faces = documented_faces()
+    assert _imports_in_docs_and_examples(), "no import found: the scan is broken"
+    outside = [
+        f"{where}: from {module} import {name}"
+        for where, module, name in _imports_in_docs_and_examples()
+        if not module.startswith(WINGS) and name not in faces.get(module, set())
+    ]
+    assert outside == []
+
+
+def test_the_core_never_imports_a_wing() -> None:
+    # The local runtime and the test kit import moto and pytest; the functions'
+    # code must run without them (scripts/build_package.py leaves them out).
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] in ("local", "testing"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            offenders += [f"{relative}: {name}" for name in names if name.startswith(WINGS)]
+    assert offenders == []
+
+
+def test_the_documented_packages_keep_their_pieces_in_private_modules() -> None:
+    # writer/ and consumer/: one face (__init__), every piece behind a leading "_".
+    public_pieces = []
+    for module_name in documented_faces():
+        module = importlib.import_module(module_name)
+        if module_name == "dynamodb_outbox" or not hasattr(module, "__path__"):
+            continue
+        for path in sorted(Path(module.__path__[0]).glob("*.py")):
+            if path.name != "__init__.py" and not path.name.startswith("_"):
+                public_pieces.append(f"{module_name}.{path.stem}")
+    assert public_pieces == []
