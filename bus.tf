@@ -71,6 +71,21 @@ data "aws_iam_policy_document" "event_bus" {
     }
   }
 
+  # Multi-region: the other regions' forwarders (multi_region.receive_forwarded_from).
+  dynamic "statement" {
+    for_each = length(local.forwarder_role_arns_received) > 0 ? [1] : []
+    content {
+      sid       = "OtherRegionsForwardEvents"
+      actions   = ["events:PutEvents"]
+      resources = [local.event_bus_built_arn]
+
+      principals {
+        type        = "AWS"
+        identifiers = local.forwarder_role_arns_received
+      }
+    }
+  }
+
   statement {
     sid       = "NoOtherSender"
     effect    = "Deny"
@@ -85,7 +100,7 @@ data "aws_iam_policy_document" "event_bus" {
     condition {
       test     = "ArnNotLike"
       variable = "aws:PrincipalArn"
-      values   = concat(local.outbox_publisher_role_arns, var.operator_principal_arns)
+      values   = concat(local.outbox_publisher_role_arns, local.forwarder_role_arns_received, var.operator_principal_arns)
     }
 
     condition {
@@ -107,7 +122,8 @@ resource "aws_cloudwatch_event_bus_policy" "this" {
 # Event bus: dead-letter queue
 ################################################################################
 
-# Only the module's bus may send, and only to this queue.
+# Only the module's bus may send, and only to this queue (and, multi-region, the
+# rule forwarding this region's events to the other regions: its undeliverable ones).
 data "aws_iam_policy_document" "event_bus_dlq" {
   count = local.create_event_bus_dlq ? 1 : 0
 
@@ -124,7 +140,7 @@ data "aws_iam_policy_document" "event_bus_dlq" {
     condition {
       test     = "ArnEquals"
       variable = "aws:SourceArn"
-      values   = [local.event_bus_built_arn]
+      values   = local.forwards_events ? [local.event_bus_built_arn, local.forwarder_rule_arn] : [local.event_bus_built_arn]
     }
   }
 }

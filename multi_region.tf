@@ -27,6 +27,14 @@ variable "multi_region" {
       publisher and sweeper take their items within minutes, so the rule stays idle; when one is lost,
       its stranded items go out here after that age. Consumers absorb the duplicates by event id.
       For a one-off, `outbox-ops adopt --from-region` does the same from an operator's machine.
+    - `forward_to_event_bus_arns` (publish_to = "eventbridge"): consumers across regions. A rule on this
+      region's bus forwards every event published here (its `region` is this region's) to these buses,
+      the outbox buses of the other regions (cross-Region event bus targets), through a role of its own
+      (the `forwarder_role_arn` output); events it cannot deliver go to the bus DLQ.
+    - `receive_forwarded_from`: the other side, region => that region's `forwarder_role_arn`. The bus
+      policy lets those roles put events here, and every consumer (`consumer_environment` too) accepts
+      events from those regions (a forwarded event keeps its region). Idempotency stays per region:
+      docs/multi-region.md, "Consumers across regions".
   EOT
   type = object({
     replica_regions     = optional(list(string), [])
@@ -35,6 +43,9 @@ variable "multi_region" {
     adopt_after_seconds = optional(number, 3600)
     # With kms_key_arn: the key of each replica's region (a key serves its own region only).
     replica_kms_key_arns = optional(map(string), {})
+    # Consumers across regions (multi_region_forwarding.tf).
+    forward_to_event_bus_arns = optional(list(string), [])
+    receive_forwarded_from    = optional(map(string), {})
   })
   default = null
 
@@ -57,6 +68,21 @@ variable "multi_region" {
     condition     = var.multi_region == null ? true : alltrue([for r in concat(var.multi_region.replica_regions, var.multi_region.adopted_regions) : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", r))])
     error_message = "multi_region.replica_regions and multi_region.adopted_regions take AWS region names (e.g. eu-west-1); not: ${var.multi_region == null ? "" : join(", ", [for r in concat(var.multi_region.replica_regions, var.multi_region.adopted_regions) : r if !can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", r))])}."
   }
+
+  validation {
+    condition     = var.multi_region == null ? true : alltrue([for a in var.multi_region.forward_to_event_bus_arns : can(regex("^arn:[a-z-]+:events:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]+$", a))])
+    error_message = "multi_region.forward_to_event_bus_arns takes event bus ARNs (arn:aws:events:<region>:<account>:event-bus/<name>); not: ${var.multi_region == null ? "" : join(", ", [for a in var.multi_region.forward_to_event_bus_arns : a if !can(regex("^arn:[a-z-]+:events:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]+$", a))])}."
+  }
+
+  validation {
+    condition     = var.multi_region == null ? true : length(distinct([for a in var.multi_region.forward_to_event_bus_arns : split(":", a)[3]])) == length(var.multi_region.forward_to_event_bus_arns)
+    error_message = "multi_region.forward_to_event_bus_arns names a region twice: one bus per region (each region's outbox bus)."
+  }
+
+  validation {
+    condition     = var.multi_region == null ? true : alltrue([for r, role in var.multi_region.receive_forwarded_from : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", r)) && can(regex("^arn:[a-z-]+:iam::[0-9]{12}:role/", role))])
+    error_message = "multi_region.receive_forwarded_from maps AWS region names to IAM role ARNs (that region's forwarder_role_arn output); not: ${var.multi_region == null ? "" : join(", ", [for r, role in var.multi_region.receive_forwarded_from : "${r} = ${role}" if !(can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", r)) && can(regex("^arn:[a-z-]+:iam::[0-9]{12}:role/", role)))])}."
+  }
 }
 
 locals {
@@ -70,6 +96,8 @@ locals {
   publishes_unstamped  = local.multi_region ? var.multi_region.publishes_unstamped : true
   adopted_regions      = local.multi_region ? var.multi_region.adopted_regions : []
   replica_kms_key_arns = local.multi_region ? var.multi_region.replica_kms_key_arns : {}
+  forward_to_buses     = local.multi_region ? var.multi_region.forward_to_event_bus_arns : []
+  forwarded_from       = local.multi_region ? var.multi_region.receive_forwarded_from : {}
 
   # The publisher's and the sweeper's (dynamodb_outbox.settings,
   # region_scope_from_environment; the region is Lambda's AWS_REGION).
@@ -157,6 +185,21 @@ resource "terraform_data" "multi_region" {
     precondition {
       condition     = var.publish_to != "sns_fifo"
       error_message = "multi_region is not available with publish_to = \"sns_fifo\": each region publishes to its own FIFO topic, so one subject's events written in two regions would have no order between them. Use publish_to = \"eventbridge\" or \"sns\"."
+    }
+
+    precondition {
+      condition     = length(local.forward_to_buses) + length(local.forwarded_from) == 0 || var.publish_to == "eventbridge"
+      error_message = "multi_region.forward_to_event_bus_arns and multi_region.receive_forwarded_from need publish_to = \"eventbridge\": events cross regions from bus to bus (cross-Region event bus targets). With SNS, subscribe each region's consumers in every region."
+    }
+
+    precondition {
+      condition     = !contains([for a in local.forward_to_buses : split(":", a)[3]], local.region_name)
+      error_message = "multi_region.forward_to_event_bus_arns names a bus in ${local.region_name}, this instance's own region: forward only to the other regions' outbox buses."
+    }
+
+    precondition {
+      condition     = !contains(keys(local.forwarded_from), local.region_name)
+      error_message = "multi_region.receive_forwarded_from lists ${local.region_name}, this instance's own region: its events are this bus's already; list only the other regions."
     }
 
     # Global tables version 2019.11.21 need the stream to carry both images

@@ -281,3 +281,8 @@ output "dashboard_arn" {
   description = "ARN of the CloudWatch dashboard; null when dashboard.enabled is false."
   value       = try(aws_cloudwatch_dashboard.this[0].dashboard_arn, null)
 }
+
+output "forwarder_role_arn" {
+  description = "With multi_region.forward_to_event_bus_arns: the role forwarding this region's events; give it to each receiving region's multi_region.receive_forwarded_from. Null otherwise."
+  value       = try(aws_iam_role.forwarder[0].arn, null)
+}

@@ -68,10 +68,13 @@ locals {
   consumer_sender_environment = local.publish_to_sns ? {
     OUTBOX_CONSUMER_TRANSPORT = var.publish_to
     OUTBOX_CONSUMER_TOPIC_ARN = aws_sns_topic.this[0].arn
-    } : {
-    OUTBOX_CONSUMER_TRANSPORT     = "eventbridge"
-    OUTBOX_CONSUMER_EVENT_BUS_ARN = local.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
-  }
+    } : merge({
+      OUTBOX_CONSUMER_TRANSPORT     = "eventbridge"
+      OUTBOX_CONSUMER_EVENT_BUS_ARN = local.event_bus.create ? local.event_bus_built_arn : data.aws_cloudwatch_event_bus.existing[0].arn
+    },
+    # Multi-region: the regions forwarding to this bus (multi_region_forwarding.tf).
+    local.consumer_forwarding_environment,
+  )
 
   # The idempotency window a caller's own consumer function can take (the
   # consumer_environment output): the longest any consumer can need, whatever

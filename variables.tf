@@ -251,13 +251,13 @@ variable "table" {
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], table.partition_key)])
-    error_message = "The table.partition_key must not be named like an attribute of every outbox item (envelope, event_type, outbox_status, outbox_pending_shard, quarantine_reason, quarantined_at)."
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at", "outbox_released_at"], table.partition_key)])
+    error_message = "The table.partition_key must not be named like an attribute of every outbox item (envelope, event_type, outbox_status, outbox_pending_shard, quarantine_reason, quarantined_at, outbox_released_at)."
   }
 
   validation {
-    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at"], table.sort_key)])
-    error_message = "The table.sort_key must not be named like an attribute of every outbox item (envelope, event_type, outbox_status, outbox_pending_shard, quarantine_reason, quarantined_at)."
+    condition     = alltrue([for table in [{ for k, d in local.table_defaults : k => try(var.table[k] == null, true) ? d : var.table[k] }] : !contains(["envelope", "event_type", "outbox_status", "outbox_pending_shard", "quarantine_reason", "quarantined_at", "outbox_released_at"], table.sort_key)])
+    error_message = "The table.sort_key must not be named like an attribute of every outbox item (envelope, event_type, outbox_status, outbox_pending_shard, quarantine_reason, quarantined_at, outbox_released_at)."
   }
 
   validation {

@@ -56,10 +56,22 @@ class DeployedFunction:
             last_modified=str(config.get("LastModified", "")),
         )
 
+    @property
+    def region(self) -> str:
+        """The region the function runs in: its ARN's (``arn:aws:lambda:<region>:...``)."""
+        return self.arn.split(":")[3]
+
     def lambda_environment(self) -> dict[str, str]:
-        """The function's variables plus those the Lambda runtime sets."""
+        """The function's variables plus those the Lambda runtime sets.
+
+        ``AWS_REGION`` (and ``AWS_DEFAULT_REGION``) are the function's own region,
+        as Lambda sets them: with two regions in one process (multi-region), a
+        writer stamps, and a sweeper scopes itself to, the region it runs in.
+        """
         return {
             **self.environment,
+            "AWS_REGION": self.region,
+            "AWS_DEFAULT_REGION": self.region,
             "AWS_LAMBDA_FUNCTION_NAME": self.name,
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.memory_mb),

@@ -60,6 +60,7 @@ from dynamodb_outbox.local import (
 from dynamodb_outbox.ops.cli import main as outbox_ops
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.regions import RegionScope
+from dynamodb_outbox.sender_checks import ExpectedSender
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
@@ -78,7 +79,9 @@ class Consumer:
     deliveries: Counter[str]
 
 
-def _consumer(region: Region, clock: VirtualClock) -> Consumer:
+def _consumer(
+    region: Region, clock: VirtualClock, expected_sender: ExpectedSender | None = None
+) -> Consumer:
     sqs, events = region.client("sqs"), region.client("events")
     table = create_idempotency_table(region.dynamodb, f"billing-idempotency-{region.name}")
     url = sqs.create_queue(QueueName="billing", Attributes={"VisibilityTimeout": "180"})
@@ -91,6 +94,7 @@ def _consumer(region: Region, clock: VirtualClock) -> Consumer:
     toolkit = OutboxConsumer(
         persistence_store=DynamoDBPersistenceLayer(table_name=table, boto3_client=region.dynamodb),
         name="billing",
+        expected_sender=expected_sender,
     )
     effects: Counter[str] = Counter()
     deliveries: Counter[str] = Counter()

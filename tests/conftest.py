@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dynamodb_outbox.local.moto_events import deliver_event_account
+from dynamodb_outbox.local.moto_events import deliver_event_account, forward_events_as_aws
 from tests import faster_moto
 from tests.dependency_shortcuts import OFF, allowed
 from tests.go_garbage_collection import collect_go_garbage_less_often
@@ -26,8 +26,10 @@ collect_go_garbage_less_often()
 faster_moto.install()
 
 
-# In-process moto too: EventBridge events reach SQS with their ``account``.
+# In-process moto too: EventBridge events reach SQS with their ``account``, and
+# an event forwarded to another region's bus keeps its origin (account, region).
 deliver_event_account()
+forward_events_as_aws()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,6 +68,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 #: run as covering them. ``make test-slow`` runs them, and .ci/run runs both.
 SLOW = (
     "tests/terraform/test_live_switch_on_emulator.py",
+    "tests/terraform/test_multi_region_on_emulator.py",
     "tests/terraform/test_examples_on_emulator.py::test_complete_example_applies_and_destroys_cleanly",
     "tests/terraform/test_examples_on_emulator.py::test_sns_fifo_example_applies_and_destroys_cleanly",
     "tests/security/test_checkov.py::test_checkov_finds_no_failed_check",

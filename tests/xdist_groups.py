@@ -47,6 +47,7 @@ WHOLE_MODULES = (
     "tests/terraform/test_wrong_kind_messages.py",  # the cases' root module, validated once
     "tests/terraform/test_live_flow_on_emulator.py",  # facts: one live_flow.py run
     "tests/terraform/test_live_switch_on_emulator.py",  # facts: one live_flow.py run
+    "tests/terraform/test_multi_region_on_emulator.py",  # facts: one multi_region_flow.py run
 )
 
 
@@ -76,6 +77,8 @@ LONGEST_FIRST = (
     # provider's SQS waiters, little CPU): started first, on workers of their own.
     "tests/terraform/test_live_switch_on_emulator.py",
     "tests/terraform/test_live_flow_on_emulator.py",
+    # examples/multi-region: one apply and destroy of two regions (slow).
+    "tests/terraform/test_multi_region_on_emulator.py",
     "tests/reliability/test_ordered_per_subject.py",
     "tests/reliability/test_fault_campaign.py::test_fault_campaign",
     EMULATOR_APPLY,

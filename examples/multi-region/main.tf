@@ -10,6 +10,10 @@ provider "aws" {
   region = var.other_region
 }
 
+data "aws_caller_identity" "current" {}
+
+data "aws_partition" "current" {}
+
 locals {
   name = "orders-outbox"
 
@@ -36,6 +40,9 @@ module "outbox_home" {
     # age are published here (while it is up, its own sweeper takes them first).
     adopted_regions     = [var.other_region]
     adopt_after_seconds = var.adopt_after_seconds
+    # Consumers across regions: the other region forwards its events to this
+    # region's bus, so the consumers here see both regions' events.
+    receive_forwarded_from = { (var.other_region) = module.outbox_other.forwarder_role_arn }
   }
   consumers = local.consumers
 }
@@ -55,6 +62,11 @@ module "outbox_other" {
   multi_region = {
     adopted_regions     = [var.home_region]
     adopt_after_seconds = var.adopt_after_seconds
+    # Every event written here also goes to the home region's bus (a rule on
+    # this bus, a cross-Region event bus target, through the forwarder role).
+    # Built, not module.outbox_home.event_bus_arn: the home instance reads this
+    # instance's forwarder_role_arn, and Terraform would see a cycle.
+    forward_to_event_bus_arns = ["arn:${data.aws_partition.current.partition}:events:${var.home_region}:${data.aws_caller_identity.current.account_id}:event-bus/${local.name}"]
   }
   consumers = local.consumers
 }

@@ -30,6 +30,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -37,9 +38,11 @@ from dynamodb_outbox.stream_types import string_attribute
 
 __all__ = [
     "ATTR_REGION",
+    "ATTR_RELEASED_AT",
     "REGION_SHARD_SEPARATOR",
     "SINGLE_REGION",
     "RegionScope",
+    "is_region_name",
     "region_of",
     "regional_shard",
     "stream_filter_patterns",
@@ -53,6 +56,24 @@ _SHARED: Final[dict[str, Any]] = json.loads(
 ATTR_REGION: Final[str] = _SHARED["region_attribute"]
 #: Between the region and the shard number in a regional pending shard: ``eu-west-1#03``.
 REGION_SHARD_SEPARATOR: Final[str] = _SHARED["region_shard_separator"]
+
+
+#: When ``outbox-ops release`` last put a quarantined item back to pending (ISO 8601, UTC,
+#: milliseconds). The standing adoption measures an adopted region's item from it: a
+#: released item keeps its event id, whose time would make it look long stranded.
+ATTR_RELEASED_AT: Final = "outbox_released_at"
+
+
+def released_at(item: Mapping[str, Any] | None) -> datetime | None:
+    """When the item was last released (None: never, or a value that is not a UTC time)."""
+    text = string_attribute(item, ATTR_RELEASED_AT)
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def regional_shard(shard: str, region: str | None) -> str:
@@ -113,6 +134,23 @@ class RegionScope:
             return True
         return self.takes_region(region_of(item))
 
+    def adopts(self, item: Mapping[str, Any] | None) -> bool:
+        """Whether ``item`` is taken only as another region's, by the standing adoption."""
+        return bool(self.adopted) and region_of(item) in self.adopted
+
+    def adoption_waits(self, item: Mapping[str, Any] | None, now: datetime) -> bool:
+        """Whether an adopted region's item is too recent to adopt, by its last release.
+
+        The sweeper's query already leaves out items whose event id is younger than
+        ``adopt_after_seconds``; a released item keeps its event id, so its age is
+        counted from its release instead: while its region is up, its own sweeper
+        publishes it within minutes of the release.
+        """
+        if not self.adopts(item):
+            return False
+        released = released_at(item)
+        return released is not None and (now - released).total_seconds() < self.adopt_after_seconds
+
     def shard_regions(self) -> list[str | None]:
         """The regions whose pending shards the sweeper reads (None: the unprefixed shards)."""
         if self.region is None:
@@ -140,6 +178,11 @@ def _is_region(name: object) -> bool:
         and _REGION_NAME.fullmatch(name) is not None
         and REGION_SHARD_SEPARATOR not in name
     )
+
+
+def is_region_name(name: object) -> bool:
+    """Whether ``name`` is an AWS region name as the module takes it (``eu-west-1``)."""
+    return _is_region(name)
 
 
 def parse_regions(text: str) -> tuple[str, ...]:

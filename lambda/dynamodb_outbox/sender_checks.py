@@ -19,14 +19,19 @@ holds the same values for callers' own functions):
   never its bus: the queue policy's ``aws:SourceArn``, the consumer's rule on
   that bus, is what ties a message to the bus);
 * ``OUTBOX_CONSUMER_TOPIC_ARN`` (SNS): the topic; an SNS notification names its topic,
-  a raw delivery names nothing and is trusted as the queue policy trusts it.
+  a raw delivery names nothing and is trusted as the queue policy trusts it;
+* ``OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS`` (EventBridge, multi-region): the
+  other regions whose outbox buses forward their events to this bus (a rule on
+  each, cross-Region bus target); a forwarded event keeps the region it was put
+  in, so those regions are accepted too, in the bus's account only.
 
 The checks, per transport:
 
 ===================  =========================================================
 EventBridge          the body is an EventBridge event (``version``, ``id``,
                      ``detail-type``, ``source``, ``account``, ``region``,
-                     ``detail``); ``account`` and ``region`` are the bus's;
+                     ``detail``); ``account`` is the bus's, ``region`` the
+                     bus's or a region forwarding to it;
                      ``source`` is the envelope's (the publisher copies it);
                      ``replay-name``, if any, is honoured, reprocessing
                      included (EventBridge itself adds it to replayed events;
@@ -55,14 +60,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
+from dynamodb_outbox.regions import is_region_name
 from dynamodb_outbox.replays import REPLAY_NAME_FIELD
 from dynamodb_outbox.settings import (
     ENV_CONSUMER_EVENT_BUS_ARN,
+    ENV_CONSUMER_FORWARDED_FROM_REGIONS,
     ENV_CONSUMER_TOPIC_ARN,
     ENV_CONSUMER_TRANSPORT,
     ConfigurationError,
@@ -104,10 +111,21 @@ class ExpectedSender:
     transport: str | None = None
     #: The bus's or topic's ARN: ``arn:<partition>:<service>:<region>:<account>:...``.
     arn: str | None = None
+    #: EventBridge, multi-region: the other regions whose outbox buses forward to this bus.
+    forwarded_from: tuple[str, ...] = ()
 
     @classmethod
-    def eventbridge(cls, event_bus_arn: str) -> ExpectedSender:
-        return cls(EVENTBRIDGE, _checked_arn(event_bus_arn, "events", ENV_CONSUMER_EVENT_BUS_ARN))
+    def eventbridge(cls, event_bus_arn: str, forwarded_from: Iterable[str] = ()) -> ExpectedSender:
+        arn = _checked_arn(event_bus_arn, "events", ENV_CONSUMER_EVENT_BUS_ARN)
+        regions = tuple(dict.fromkeys(forwarded_from))
+        own = arn.split(":")[3]
+        for region in regions:
+            if not is_region_name(region) or region == own:
+                raise ConfigurationError(
+                    f"environment variable {ENV_CONSUMER_FORWARDED_FROM_REGIONS} must list "
+                    f"other AWS regions than the bus's ({own}), got {region!r}"
+                )
+        return cls(EVENTBRIDGE, arn, regions)
 
     @classmethod
     def sns(cls, topic_arn: str) -> ExpectedSender:
@@ -159,7 +177,11 @@ def expected_sender_from_environment(environ: Mapping[str, str] | None = None) -
     except ValueError as exc:
         raise ConfigurationError(f"environment variable {ENV_CONSUMER_TRANSPORT}: {exc}") from None
     if transport == EVENTBRIDGE:
-        return ExpectedSender.eventbridge(environ.get(ENV_CONSUMER_EVENT_BUS_ARN, ""))
+        forwarded = environ.get(ENV_CONSUMER_FORWARDED_FROM_REGIONS, "")
+        return ExpectedSender.eventbridge(
+            environ.get(ENV_CONSUMER_EVENT_BUS_ARN, ""),
+            [region.strip() for region in forwarded.split(",") if region.strip()],
+        )
     return ExpectedSender.sns(environ.get(ENV_CONSUMER_TOPIC_ARN, ""))
 
 
@@ -217,11 +239,21 @@ def _from_eventbridge(data: Mapping[str, Any], expected: ExpectedSender) -> Deli
     missing = [name for name in _EVENTBRIDGE_FIELDS if not isinstance(data.get(name), str)]
     if missing:
         raise UntrustedSender(f"EventBridge event without {', '.join(missing)}")
-    for name, wanted in (("account", expected.account), ("region", expected.region)):
-        if data[name] != wanted:
-            raise UntrustedSender(
-                f"EventBridge event from {name} {data[name]!r}, not the outbox bus's {wanted!r}"
-            )
+    if data["account"] != expected.account:
+        raise UntrustedSender(
+            f"EventBridge event from account {data['account']!r}, "
+            f"not the outbox bus's {expected.account!r}"
+        )
+    if data["region"] != expected.region and data["region"] not in expected.forwarded_from:
+        forwarding = (
+            f" or a region forwarding to it ({', '.join(expected.forwarded_from)})"
+            if expected.forwarded_from
+            else ""
+        )
+        raise UntrustedSender(
+            f"EventBridge event from region {data['region']!r}, not the outbox bus's "
+            f"{expected.region!r}{forwarding}"
+        )
     envelope = _eventbridge_envelope(data)
     if data["source"] != envelope.source:
         raise UntrustedSender(

@@ -176,6 +176,9 @@ class SweepResult:
     unfetched: int = 0
     #: multi-region: items read back whose region stamp this sweeper does not take.
     other_region: int = 0
+    #: multi-region: adopted regions' items released (``outbox-ops release``) less than
+    #: ``adopt_after_seconds`` ago: their own region's sweeper publishes them while it is up.
+    adoption_waits_for_release: int = 0
     #: keys left pending because an earlier event of their subject could not go
     #: first (ordered sinks only): an unread key of their partition, or a lower
     #: ``sequence`` of their subject still pending.
@@ -404,6 +407,9 @@ class _Sweep:
                 # (a hand-made item, or a writer given the wrong region): the
                 # stamp decides, as it does on the stream.
                 self.result.other_region += 1
+                continue
+            if self.region_scope.adoption_waits(item, self.now):
+                self.result.adoption_waits_for_release += 1
                 continue
             items.append(item)
         if self.ordered:

@@ -32,7 +32,7 @@ from dynamodb_outbox.outbox_item import (
     ATTR_STATUS,
     OUTBOX_SK_PREFIX,
 )
-from dynamodb_outbox.regions import ATTR_REGION
+from dynamodb_outbox.regions import ATTR_REGION, ATTR_RELEASED_AT
 from dynamodb_outbox.stream_types import string_attribute
 
 # The public face (docs/python.md, "The public API"); the other names serve the
@@ -51,6 +51,7 @@ OUTBOX_ATTRIBUTES: Final = frozenset(
         ATTR_PENDING_SHARD,
         ATTR_QUARANTINE_REASON,
         ATTR_QUARANTINED_AT,
+        ATTR_RELEASED_AT,
     }
 )
 

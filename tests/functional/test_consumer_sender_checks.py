@@ -273,6 +273,14 @@ def test_the_expected_sender_comes_from_the_module_environment() -> None:
         {"OUTBOX_CONSUMER_TRANSPORT": "sns_fifo", "OUTBOX_CONSUMER_TOPIC_ARN": TOPIC_ARN + ".fifo"}
     )
     assert (topic.transport, topic.arn) == ("sns", TOPIC_ARN + ".fifo")
+    forwarded = expected_sender_from_environment(
+        {
+            "OUTBOX_CONSUMER_TRANSPORT": "eventbridge",
+            "OUTBOX_CONSUMER_EVENT_BUS_ARN": BUS_ARN,
+            "OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS": "ap-south-1, us-west-2,",
+        }
+    )
+    assert (forwarded.region, forwarded.forwarded_from) == (REGION, ("ap-south-1", "us-west-2"))
 
 
 @pytest.mark.parametrize(
@@ -288,6 +296,22 @@ def test_the_expected_sender_comes_from_the_module_environment() -> None:
             "OUTBOX_CONSUMER_TOPIC_ARN",
         ),
         ({"OUTBOX_CONSUMER_TRANSPORT": "kinesis"}, "OUTBOX_CONSUMER_TRANSPORT"),
+        (
+            {
+                "OUTBOX_CONSUMER_TRANSPORT": "eventbridge",
+                "OUTBOX_CONSUMER_EVENT_BUS_ARN": BUS_ARN,
+                "OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS": REGION,  # its own region
+            },
+            "OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS",
+        ),
+        (
+            {
+                "OUTBOX_CONSUMER_TRANSPORT": "eventbridge",
+                "OUTBOX_CONSUMER_EVENT_BUS_ARN": BUS_ARN,
+                "OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS": "US-EAST-1",
+            },
+            "OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS",
+        ),
     ],
 )
 def test_a_half_configured_sender_is_a_configuration_error_naming_the_variable(

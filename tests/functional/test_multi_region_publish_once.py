@@ -19,6 +19,7 @@ from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies
 from dynamodb_outbox.regions import (
     ATTR_REGION,
+    ATTR_RELEASED_AT,
     SINGLE_REGION,
     RegionScope,
     region_of,
@@ -280,6 +281,38 @@ def test_a_standing_adoption_takes_another_regions_items_only_past_its_age(
     assert sorted(event_bus.received_ids()) == sorted([stranded.id, own_id])
     assert result.swept == 2
     assert outbox_table.pending_sort_keys() == {OUTBOX_SK_PREFIX + young_id}
+
+
+def test_a_standing_adoption_counts_a_released_items_age_from_its_release(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # GIVEN three items of another region, all written 2 hours ago (their event ids'
+    # time): one released 10 minutes ago, one released 2 hours ago, one never released,
+    # and one of this region released a minute ago
+    at = {
+        name: make_envelope(id=ulid_at(FIXED_NOW - timedelta(hours=2, milliseconds=-n)))
+        for n, name in enumerate(["recent", "old", "never", "own"])
+    }
+    released = {
+        "recent": FIXED_NOW - timedelta(minutes=10),
+        "old": FIXED_NOW - timedelta(hours=2),
+        "own": FIXED_NOW - timedelta(minutes=1),
+    }
+    for n, (name, envelope) in enumerate(at.items()):
+        item = outbox_item(f"ORDER#{n}", envelope, region=HOME if name == "own" else OTHER)
+        if name in released:
+            item[ATTR_RELEASED_AT] = {"S": released[name].isoformat().replace("+00:00", "Z")}
+        outbox_table.put(item)
+
+    # WHEN this region's sweeper runs, adopting the other region after an hour
+    scope = RegionScope(HOME, adopted=(OTHER,), adopt_after_seconds=3600)
+    result = _sweep(outbox_table, event_bus, scope)
+
+    # THEN the recently released item is left to its own region (up: it released it),
+    # counted as such; the rest go out, this region's own released item at once
+    assert sorted(event_bus.received_ids()) == sorted([at["old"].id, at["never"].id, at["own"].id])
+    assert (result.adoption_waits_for_release, result.other_region) == (1, 0)
+    assert outbox_table.pending_sort_keys() == {OUTBOX_SK_PREFIX + at["recent"].id}
 
 
 def test_a_key_named_like_the_region_stamp_is_refused() -> None:

@@ -16,6 +16,11 @@ lost region may come back, resume replication, publishing and writing. Then:
 3. every event is published at least once, or (its region lost for good) is
    still pending in that region's replica, not lost while its storage is;
 4. afterwards no replica a region can reach holds a pending outbox item.
+
+Its schedule kinds, counted per example into the reliability campaign's
+"faults injected, by kind" (tests/reliability/campaign.py) and each required to
+have been drawn: ``replication_delay`` (a non-zero delay), ``region_loss``,
+``region_return``; and ``region_loss_for_good`` (lost, not returning).
 """
 
 from __future__ import annotations
@@ -48,9 +53,25 @@ from dynamodb_outbox.regions import RegionScope
 from dynamodb_outbox.sinks import EventBridgeSink
 from dynamodb_outbox.sweeper import sweep
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
+from tests.reliability.campaign import CAMPAIGN
 
 ADOPT_AFTER_SECONDS = 600
 STEPS = ("replicate", "publish east", "publish west", "tick")
+#: The schedule kinds this campaign draws (the reliability campaign's fault kinds).
+KINDS = ("replication_delay", "region_loss", "region_return", "region_loss_for_good")
+
+
+def kinds_of(schedule: Schedule) -> Counter[str]:
+    """The fault kinds one schedule injects."""
+    return Counter(
+        {
+            "replication_delay": int(schedule.delay_seconds > 0),
+            "region_loss": int(schedule.lost is not None),
+            "region_return": int(schedule.lost is not None and schedule.returns),
+            "region_loss_for_good": int(schedule.lost is not None and not schedule.returns),
+        }
+    )
+
 
 settings.register_profile(
     "multi-region-ci",
@@ -252,6 +273,7 @@ LOST_FOR_GOOD_WITH_SLOW_REPLICATION = Schedule(
 def test_multi_region_campaign() -> None:
     profile = "soak" if os.environ.get("HYPOTHESIS_PROFILE") == "soak" else "multi-region-ci"
     totals: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
 
     @settings(settings.get_profile(profile))
     @given(schedules())
@@ -259,9 +281,13 @@ def test_multi_region_campaign() -> None:
     @example(LOST_FOR_GOOD_WITH_SLOW_REPLICATION)
     def campaign(schedule: Schedule) -> None:
         totals.update(run_schedule(schedule))
+        kinds.update(kinds_of(schedule))
 
     campaign()
+    CAMPAIGN.faults.update(+kinds)
     assert totals["events"] > 0
+    # every kind of multi-region fault was injected at least once
+    assert {kind for kind in KINDS if kinds[kind] == 0} == set(), kinds
     # the explicit schedules made a lost region's events wait, and its return duplicate
     assert totals["held by a lost region"] > 0
     assert totals["published twice or more"] > 0

@@ -31,7 +31,7 @@ from dynamodb_outbox.outbox_item import ATTR_STATUS, OUTBOX_SK_PREFIX, STATUS_QU
 from dynamodb_outbox.pending_index import DEFAULT_PENDING_INDEX
 from dynamodb_outbox.publishing import OutboxCandidate, PublishDependencies, publish_outbox_items
 from dynamodb_outbox.regions import RegionScope
-from dynamodb_outbox.sender_checks import ExpectedSender, read_body
+from dynamodb_outbox.sender_checks import ExpectedSender, UntrustedSender, read_body
 from dynamodb_outbox.sinks import EVENTBRIDGE_RULES, EntryResult, EventBridgeSink
 from dynamodb_outbox.sweeper import SweepResult, sweep
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
@@ -85,10 +85,6 @@ def _key(pk: str, event_id: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: the standing rule reads the ULID's age; docs/multi-region.md now says so",
-)
 def test_a_released_item_is_not_adopted_while_its_region_is_up(
     regions: dict[str, Region], clock: VirtualClock
 ) -> None:
@@ -124,6 +120,7 @@ def test_a_released_item_is_not_adopted_while_its_region_is_up(
         pending_shards=8,
         make_client=east.session.client,
         now=clock.now_datetime(),
+        table_keys=DEFAULT_TABLE_KEYS,
     )
     quarantined = east.dynamodb.get_item(TableName=TABLE, Key=key, ConsistentRead=True)["Item"]
     assert release_item(ctx, quarantined)
@@ -142,6 +139,8 @@ def test_a_released_item_is_not_adopted_while_its_region_is_up(
     # west's standing rule found nothing to adopt
     published = Counter(east.drain_bus() + west.drain_bus())
     assert west_run.publish.published == 0, "west adopted east's item while east was up"
+    assert west_run.adoption_waits_for_release == 1
+    assert west_run.other_region == 0
     assert east_run.publish.published == 1
     assert published == Counter({event.id: 1})
 
@@ -345,19 +344,13 @@ def test_a_resurrected_quarantined_item_is_kept_not_published_by_its_regions_str
     assert east.drain_bus() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: the consumer's sender check wants its own bus's region; docs now say so",
-)
 def test_an_event_forwarded_from_another_regions_bus_reaches_a_module_consumer() -> None:
-    """Finding 7 (never processed; docs): docs/multi-region.md, "Consumers across regions":
-    "A consumer that must see every region's events subscribes in each region, or one
-    region's bus forwards to another's: an EventBridge rule whose target is the other
-    region's bus (cross-Region targets)". EventBridge keeps an event's `account` and
-    `region` when a rule routes it to another bus (that is how a central bus tells where
-    an event came from), and the module's consumer checks both against its own bus
-    (sender_checks, OUTBOX_CONSUMER_EVENT_BUS_ARN): every forwarded event is refused as
-    UntrustedSender and ends in the consumer's DLQ, never processed."""
+    """Finding 7 (never processed): EventBridge keeps an event's `account` and `region`
+    when a rule routes it to another bus (that is how a central bus tells where an event
+    came from), and the module's consumer checked both against its own bus
+    (sender_checks, OUTBOX_CONSUMER_EVENT_BUS_ARN): every forwarded event was refused as
+    UntrustedSender. Fixed: multi_region.receive_forwarded_from sets
+    OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS, and those regions are accepted (same account)."""
     envelope = OutboxWriter(TABLE).new_event("ORDER#1", "OrderPlaced", {}, source="orders")
     # As eu-west-1's bus delivers an event its rule received from us-east-1's bus.
     forwarded = {
@@ -371,8 +364,18 @@ def test_an_event_forwarded_from_another_regions_bus_reaches_a_module_consumer()
         "resources": [],
         "detail": json.loads(envelope.to_json()),
     }
-    west_bus = ExpectedSender.eventbridge(f"arn:aws:events:{WEST}:111122223333:event-bus/orders")
+    west_bus_arn = f"arn:aws:events:{WEST}:111122223333:event-bus/orders"
+    receiving = ExpectedSender.eventbridge(west_bus_arn, forwarded_from=[EAST])
 
-    delivered = read_body(json.dumps(forwarded), west_bus)
+    delivered = read_body(json.dumps(forwarded), receiving)
 
     assert delivered.envelope.id == envelope.id
+    # Not configured to receive from east: still refused, naming the region.
+    with pytest.raises(UntrustedSender, match="region 'us-east-1'"):
+        read_body(json.dumps(forwarded), ExpectedSender.eventbridge(west_bus_arn))
+    # Another account, even from a forwarding region: refused.
+    with pytest.raises(UntrustedSender, match="account"):
+        read_body(json.dumps({**forwarded, "account": "999999999999"}), receiving)
+    # A region not forwarding to this bus: refused.
+    with pytest.raises(UntrustedSender, match="region 'ap-south-1'"):
+        read_body(json.dumps({**forwarded, "region": "ap-south-1"}), receiving)

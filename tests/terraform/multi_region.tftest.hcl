@@ -140,6 +140,11 @@ run "other_region_takes_its_replica_through_an_alias" {
     condition     = aws_lambda_function.publisher.environment[0].variables["OUTBOX_PUBLISHES_UNSTAMPED"] == "false" && !contains(keys(aws_lambda_function.sweeper[0].environment[0].variables), "OUTBOX_ADOPTED_REGIONS")
     error_message = "A region other than the home region publishes no unstamped item and adopts nothing by default."
   }
+
+  assert {
+    condition     = length(aws_iam_role.forwarder) == 0 && length(aws_cloudwatch_event_rule.forward) == 0 && !contains(keys(output.consumer_environment), "OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS") && output.forwarder_role_arn == null
+    error_message = "No forwarding unless asked for: no forwarder, and consumers accept their own region only."
+  }
 }
 
 run "adoption_is_the_sweepers_behind_an_explicit_input" {
@@ -257,4 +262,177 @@ run "a_key_named_like_the_region_stamp_is_refused" {
   }
 
   expect_failures = [terraform_data.multi_region]
+}
+
+# A replica an instance takes as an existing table (table.create = false) is
+# checked like any existing table, in its own region: its stream and the
+# sweeper's pending index (table.tf postconditions on data.aws_dynamodb_table).
+run "a_replica_without_a_stream_is_refused" {
+  command   = plan
+  providers = { aws = aws.us_east_1 }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:111122223333:orders-outbox-event-bus-dlq"
+    }
+  }
+
+  variables {
+    table        = { create = false, name = "orders-outbox" }
+    multi_region = {}
+  }
+
+  override_data {
+    target = data.aws_dynamodb_table.existing[0]
+    values = {
+      arn                    = "arn:aws:dynamodb:us-east-1:111122223333:table/orders-outbox"
+      stream_arn             = ""
+      stream_enabled         = false
+      stream_view_type       = ""
+      hash_key               = "PK"
+      range_key              = "SK"
+      attribute              = [{ name = "PK", type = "S" }, { name = "SK", type = "S" }, { name = "outbox_pending_shard", type = "S" }]
+      global_secondary_index = [{ name = "outbox-pending", hash_key = "outbox_pending_shard", range_key = "SK", projection_type = "KEYS_ONLY", non_key_attributes = [], read_capacity = 0, write_capacity = 0 }]
+      billing_mode           = "PAY_PER_REQUEST"
+      server_side_encryption = []
+    }
+  }
+
+  expect_failures = [data.aws_dynamodb_table.existing]
+}
+
+run "a_replica_without_the_pending_index_is_refused" {
+  command   = plan
+  providers = { aws = aws.us_east_1 }
+
+  override_resource {
+    target          = aws_sqs_queue.event_bus_dlq[0]
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:111122223333:orders-outbox-event-bus-dlq"
+    }
+  }
+
+  variables {
+    table        = { create = false, name = "orders-outbox" }
+    multi_region = { adopted_regions = ["eu-west-1"] }
+  }
+
+  override_data {
+    target = data.aws_dynamodb_table.existing[0]
+    values = {
+      arn                    = "arn:aws:dynamodb:us-east-1:111122223333:table/orders-outbox"
+      stream_arn             = "arn:aws:dynamodb:us-east-1:111122223333:table/orders-outbox/stream/2024-05-01T00:00:00.000"
+      stream_enabled         = true
+      stream_view_type       = "NEW_AND_OLD_IMAGES"
+      hash_key               = "PK"
+      range_key              = "SK"
+      attribute              = [{ name = "PK", type = "S" }, { name = "SK", type = "S" }]
+      global_secondary_index = []
+      billing_mode           = "PAY_PER_REQUEST"
+      server_side_encryption = []
+    }
+  }
+
+  expect_failures = [data.aws_dynamodb_table.existing]
+}
+
+# Consumers across regions: eu-west-1 forwards its events to us-east-1's outbox
+# bus and receives us-east-1's (multi_region_forwarding.tf).
+run "events_cross_regions_bus_to_bus_behind_an_explicit_input" {
+  command = plan
+
+  variables {
+    multi_region = {
+      forward_to_event_bus_arns = ["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"]
+      receive_forwarded_from    = { "us-east-1" = "arn:aws:iam::111122223333:role/us-east-1-orders-outbox-forwarder" }
+    }
+  }
+
+  assert {
+    condition     = jsondecode(aws_cloudwatch_event_rule.forward[0].event_pattern) == { account = ["111122223333"], region = ["eu-west-1"] } && aws_cloudwatch_event_rule.forward[0].event_bus_name == "orders-outbox"
+    error_message = "The forwarding rule takes only events put in this region (never one forwarded here, so no loop)."
+  }
+
+  assert {
+    condition     = aws_cloudwatch_event_target.forward["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"].arn == "arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox" && aws_cloudwatch_event_target.forward["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"].dead_letter_config[0].arn == "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
+    error_message = "The other region's bus is the target; undeliverable events go to the bus DLQ."
+  }
+
+  assert {
+    condition     = anytrue([for c in data.aws_iam_policy_document.forwarder_assume_role[0].statement[0].condition : c.variable == "aws:SourceArn" && c.values == tolist(["arn:aws:events:eu-west-1:111122223333:rule/orders-outbox/orders-outbox-forward"])])
+    error_message = "Only the forwarding rule may assume the forwarder role."
+  }
+
+  assert {
+    condition     = data.aws_iam_policy_document.forwarder[0].statement[0].resources == toset(["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"]) && data.aws_iam_policy_document.forwarder[0].statement[0].actions == toset(["events:PutEvents"])
+    error_message = "The forwarder may put events on the other regions' buses only."
+  }
+
+  assert {
+    condition     = anytrue([for c in data.aws_iam_policy_document.event_bus_dlq[0].statement[0].condition : contains(c.values, "arn:aws:events:eu-west-1:111122223333:rule/orders-outbox/orders-outbox-forward")])
+    error_message = "The bus DLQ admits the forwarding rule's undeliverable events."
+  }
+
+  assert {
+    condition = anytrue([
+      for s in data.aws_iam_policy_document.event_bus[0].statement :
+      s.sid == "OtherRegionsForwardEvents" && anytrue([for p in s.principals : contains(p.identifiers, "arn:aws:iam::111122223333:role/us-east-1-orders-outbox-forwarder")])
+      ]) && anytrue([
+      for s in data.aws_iam_policy_document.event_bus[0].statement :
+      s.sid == "NoOtherSender" && anytrue([for c in s.condition : c.variable == "aws:PrincipalArn" && contains(c.values, "arn:aws:iam::111122223333:role/us-east-1-orders-outbox-forwarder")])
+    ])
+    error_message = "The bus policy lets the other region's forwarder put events here, and denies it to no one else."
+  }
+
+  assert {
+    condition     = output.consumer_environment["OUTBOX_CONSUMER_FORWARDED_FROM_REGIONS"] == "us-east-1"
+    error_message = "Consumers (the module's, consumers.tf, and callers') accept the regions forwarding to this bus."
+  }
+}
+
+run "forwarding_to_the_own_regions_bus_is_refused" {
+  command = plan
+
+  variables {
+    multi_region = { forward_to_event_bus_arns = ["arn:aws:events:eu-west-1:111122223333:event-bus/orders-outbox"] }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+run "receiving_from_the_own_region_is_refused" {
+  command = plan
+
+  variables {
+    multi_region = { receive_forwarded_from = { "eu-west-1" = "arn:aws:iam::111122223333:role/orders-outbox-forwarder" } }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+run "forwarding_needs_eventbridge" {
+  command = plan
+
+  variables {
+    publish_to   = "sns"
+    multi_region = { forward_to_event_bus_arns = ["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"] }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+run "forwarding_takes_event_bus_arns_and_role_arns" {
+  command = plan
+
+  variables {
+    multi_region = {
+      forward_to_event_bus_arns = ["arn:aws:sqs:us-east-1:111122223333:orders"]
+      receive_forwarded_from    = { "us-east-1" = "orders-outbox-forwarder" }
+    }
+  }
+
+  expect_failures = [var.multi_region]
 }

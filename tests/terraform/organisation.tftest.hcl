@@ -119,11 +119,14 @@ run "every_role_gets_the_path_prefix_boundary_and_role_tags" {
     iam_role_name_prefix         = "acme-"
     iam_permissions_boundary_arn = "arn:aws:iam::111122223333:policy/acme-boundary"
     iam_role_tags                = { Team = "platform", Boundary = "acme" }
+    # The forwarder role exists with multi-region event forwarding only.
+    multi_region = { forward_to_event_bus_arns = ["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"] }
   }
 
   assert {
     condition = (
       aws_iam_role.publisher.name == "acme-orders-outbox-publisher"
+      && aws_iam_role.forwarder[0].name == "acme-orders-outbox-forwarder"
       && aws_iam_role.sweeper[0].name == "acme-orders-outbox-sweeper"
       && aws_iam_role.sweeper_schedule[0].name == "acme-orders-outbox-sweeper-schedule"
       && aws_iam_role.consumer["audit"].name == "acme-orders-outbox-audit-consumer"
@@ -133,7 +136,7 @@ run "every_role_gets_the_path_prefix_boundary_and_role_tags" {
 
   assert {
     condition = alltrue([
-      for role in concat([aws_iam_role.publisher], aws_iam_role.sweeper, aws_iam_role.sweeper_schedule, values(aws_iam_role.consumer)) :
+      for role in concat([aws_iam_role.publisher], aws_iam_role.sweeper, aws_iam_role.sweeper_schedule, values(aws_iam_role.consumer), aws_iam_role.forwarder) :
       role.path == "/app/outbox/"
       && role.permissions_boundary == "arn:aws:iam::111122223333:policy/acme-boundary"
       && role.tags == tomap({ Team = "platform", Boundary = "acme" })
@@ -154,8 +157,8 @@ run "the_module_creates_exactly_these_roles" {
   command = plan
 
   assert {
-    condition     = length(concat([aws_iam_role.publisher], aws_iam_role.sweeper, aws_iam_role.sweeper_schedule, values(aws_iam_role.consumer))) == 4
-    error_message = "Publisher, sweeper, sweeper schedule and one reference consumer: four roles."
+    condition     = length(concat([aws_iam_role.publisher], aws_iam_role.sweeper, aws_iam_role.sweeper_schedule, values(aws_iam_role.consumer), aws_iam_role.forwarder)) == 4
+    error_message = "Publisher, sweeper, sweeper schedule and one reference consumer: four roles (the forwarder only with multi_region.forward_to_event_bus_arns)."
   }
 }
 

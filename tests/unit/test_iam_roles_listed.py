@@ -24,5 +24,5 @@ def test_every_role_the_module_declares_is_checked_for_the_organisation_inputs()
     run = checks.split('run "every_role_gets_the_path_prefix_boundary_and_role_tags"', 1)[1]
     run = run.split("\nrun ", 1)[0]
 
-    assert declared == {"publisher", "sweeper", "sweeper_schedule", "consumer"}
+    assert declared == {"publisher", "sweeper", "sweeper_schedule", "consumer", "forwarder"}
     assert {name for name in declared if f"aws_iam_role.{name}" not in run} == set()

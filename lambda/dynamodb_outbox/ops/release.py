@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
+from dynamodb_outbox._clock import iso_milliseconds
 from dynamodb_outbox.ops._arns import check_event_id
 from dynamodb_outbox.ops._context import AttributeMap, Context, Report, key_of, s
 from dynamodb_outbox.ops._errors import EXIT_INCOMPLETE, bad_input, error_code
@@ -25,7 +26,7 @@ from dynamodb_outbox.outbox_item import (
     pending_shard,
 )
 from dynamodb_outbox.pending_index import is_pending
-from dynamodb_outbox.regions import region_of, regional_shard
+from dynamodb_outbox.regions import ATTR_RELEASED_AT, region_of, regional_shard
 
 HELP: Final = "re-queue quarantined items (after a fix) for the sweeper, or publish them now"
 
@@ -48,7 +49,11 @@ it, quarantined items are not in any index, so a Scan of the WHOLE TABLE
 filtered on outbox_status finds them (it stops once every --event-id is found).
 """
 
-_RELEASE_UPDATE: Final = "SET #status = :pending, #shard = :shard REMOVE #reason, #at"
+# outbox_released_at: a surviving region's standing adoption counts a released item's
+# age from it (regions.RegionScope.adoption_waits), not from its event id.
+_RELEASE_UPDATE: Final = (
+    "SET #status = :pending, #shard = :shard, #released = :now REMOVE #reason, #at"
+)
 
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -151,12 +156,14 @@ def release_item(ctx: Context, item: AttributeMap) -> bool:
                 "#shard": ATTR_PENDING_SHARD,
                 "#reason": ATTR_QUARANTINE_REASON,
                 "#at": ATTR_QUARANTINED_AT,
+                "#released": ATTR_RELEASED_AT,
             },
             ExpressionAttributeValues={
                 ":pending": {"S": STATUS_PENDING},
                 ":quarantined": {"S": STATUS_QUARANTINED},
                 # Back under the shards of the region that wrote it (multi-region).
                 ":shard": {"S": regional_shard(shard, region_of(item))},
+                ":now": {"S": iso_milliseconds(ctx.now)},
             },
         )
     except ClientError as exc:

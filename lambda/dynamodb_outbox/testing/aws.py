@@ -88,9 +88,10 @@ def isolated_aws(extra_environment: Mapping[str, str] | None = None) -> Iterator
     """
     from moto import mock_aws
 
-    from dynamodb_outbox.local.moto_events import deliver_event_account
+    from dynamodb_outbox.local.moto_events import deliver_event_account, forward_events_as_aws
 
     deliver_event_account()  # EventBridge events reach SQS with their account, as on AWS
+    forward_events_as_aws()  # and keep their origin when forwarded to another region's bus
     with _environment({**_FAKE_ENVIRONMENT, **(extra_environment or {})}):
         reset_caches()
         try:
