@@ -26,7 +26,7 @@ from py.path import local as py_path_local
 from pytest_terraform import tf as pytest_terraform_tf
 from pytest_terraform import xdist as pytest_terraform_xdist
 
-from tests.terraform.provider_reattach import reattached_aws_provider
+from tests.terraform.provider_reattach import shared_aws_provider
 from tests.terraform.tfhelpers import (
     EXAMPLES_DIR,
     REPO_ROOT,
@@ -92,7 +92,11 @@ def tf_env(tf_cli_config: Path) -> dict[str, str]:
 def terraform_test_env(
     tf_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, str]]:
-    """The module initialised for ``terraform test``, and one provider process serving it."""
+    """The module initialised for ``terraform test``, and one provider process serving it.
+
+    Without a shared provider (a ``ProviderNotShared`` warning says why), every
+    terraform command starts its own.
+    """
     work = tmp_path_factory.mktemp("terraform-test")
     env = {**tf_env, "TF_DATA_DIR": str(work / ".terraform")}
     with lock_for_init_in(REPO_ROOT):
@@ -108,14 +112,22 @@ def terraform_test_env(
             env=env,
         )
     assert init.returncode == 0, describe(init)
-    with reattached_aws_provider(work / ".terraform", work / "provider.log") as reattach:
+    with shared_aws_provider(
+        work / ".terraform", work / "provider.log", cwd=REPO_ROOT, env=env
+    ) as reattach:
         yield {**env, **reattach}
 
 
 @pytest.fixture(scope="session")
 def aws_provider_env(terraform_test_env: dict[str, str]) -> dict[str, str]:
-    """Just the variable that points terraform at the running provider (for validate)."""
-    return {"TF_REATTACH_PROVIDERS": terraform_test_env["TF_REATTACH_PROVIDERS"]}
+    """Just the variable that points terraform at the running provider (for validate).
+
+    Only for commands that never configure the provider (validate, terraform
+    test with mocks); empty when the provider is not shared.
+    """
+    return {
+        name: value for name, value in terraform_test_env.items() if name == "TF_REATTACH_PROVIDERS"
+    }
 
 
 def _free_loopback_port() -> int:
