@@ -77,6 +77,8 @@ def tf_env(tf_cli_config: Path) -> dict[str, str]:
     """Environment for terraform subprocesses: the mirror config, no prompts, no telemetry."""
     env = dict(os.environ)
     env.pop("TF_DATA_DIR", None)
+    # Set in os.environ while examples/local lives (local_stack_env): its provider only.
+    env.pop("TF_REATTACH_PROVIDERS", None)
     env.update(
         {
             "TF_CLI_CONFIG_FILE": str(tf_cli_config),
@@ -201,15 +203,30 @@ def pytest_configure(config: pytest.Config) -> None:
             config.pluginmanager.unregister(plugin)
 
 
-_STACK_ENV = ("TF_CLI_CONFIG_FILE", "TF_VAR_endpoint_url", "TF_INPUT", "CHECKPOINT_DISABLE")
+_STACK_ENV = (
+    "TF_CLI_CONFIG_FILE",
+    "TF_VAR_endpoint_url",
+    "TF_INPUT",
+    "CHECKPOINT_DISABLE",
+    "TF_REATTACH_PROVIDERS",
+)
 
 
 @pytest.fixture(scope="session")
-def local_stack_env(terraform_bin: str, tf_cli_config: Path, moto_server: str) -> Iterator[None]:
+def local_stack_env(
+    terraform_bin: str,
+    tf_cli_config: Path,
+    moto_server: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
     """What pytest-terraform's terraform runs need, for as long as the stack lives.
 
     pytest-terraform runs terraform with ``os.environ``; it destroys the stack in
-    its own finalizer, which runs before this fixture's teardown.
+    its own finalizer, which runs before this fixture's teardown. One provider
+    process (provider_reattach.py), started in examples/local where the
+    commands run, serves the stack's init, apply, the tests' plans and the
+    destroy; the init then installs no provider, which the examples/local
+    validate (test_terraform_static.py) checks instead.
     """
     saved_env = {key: os.environ.get(key) for key in _STACK_ENV}
     saved_module_dir = pytest_terraform_tf.LazyModuleDir.value
@@ -224,7 +241,15 @@ def local_stack_env(terraform_bin: str, tf_cli_config: Path, moto_server: str) -
     if not saved_module_dir:
         pytest_terraform_tf.LazyModuleDir.value = str(EXAMPLES_DIR)
     try:
-        yield
+        with shared_aws_provider(
+            None,
+            tmp_path_factory.mktemp("local-stack-provider") / "provider.log",
+            cwd=EXAMPLES_DIR / "local",
+            env=os.environ,
+            cli_config=tf_cli_config,
+        ) as reattach:
+            os.environ.update(reattach)
+            yield
     finally:
         pytest_terraform_tf.LazyModuleDir.value = saved_module_dir
         for key, value in saved_env.items():

@@ -61,14 +61,32 @@ NOT_HANDED_TO_A_SHARED_PROVIDER = ("AWS_CA_BUNDLE",)
 _REATTACH = re.compile(r"TF_REATTACH_PROVIDERS='(?P<value>[^']+)'")
 
 
+_AWS_PROVIDER = "registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws*"
+_MIRROR_PATH = re.compile(r'^\s*path\s*=\s*"(?P<path>[^"]+)"', re.MULTILINE)
+
+
 def installed_aws_provider(data_dir: Path) -> Path:
     """The provider binary ``terraform init`` installed into ``data_dir`` (a TF_DATA_DIR)."""
-    found = sorted(
-        data_dir.glob("providers/registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws*")
-    )
+    found = sorted(data_dir.glob(f"providers/{_AWS_PROVIDER}"))
     if not found:
         raise FileNotFoundError(f"no hashicorp/aws provider under {data_dir}: run terraform init")
     return found[-1]
+
+
+def mirrored_aws_provider(cli_config: Path) -> Path:
+    """The provider binary in the filesystem mirror a CLI config (scripts/tf_cli_config.py) names.
+
+    What ``terraform init`` would install from there, for a stack whose init
+    runs with the provider already started. Only when the mirror holds one
+    release: with several, which one init picks depends on the stack.
+    """
+    mirrors = _MIRROR_PATH.findall(cli_config.read_text())
+    found = sorted(binary for mirror in mirrors for binary in Path(mirror).glob(_AWS_PROVIDER))
+    if len(found) != 1:
+        raise FileNotFoundError(
+            f"not exactly one hashicorp/aws provider in the mirror of {cli_config}: {found}"
+        )
+    return found[0]
 
 
 class ProviderNotShared(UserWarning):
@@ -77,17 +95,24 @@ class ProviderNotShared(UserWarning):
 
 @contextmanager
 def reattached_aws_provider(
-    data_dir: Path,
+    data_dir: Path | None,
     log_path: Path,
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
+    cli_config: Path | None = None,
 ) -> Iterator[dict[str, str]]:
-    """Start the installed provider in debug mode; yield the env that makes terraform use it.
+    """Start the provider in debug mode; yield the env that makes terraform use it.
 
+    The one installed in ``data_dir``, or without one, the mirror's of ``cli_config``.
     Raises when the provider does not start in debug mode.
     """
-    binary = installed_aws_provider(data_dir)
+    if data_dir is not None:
+        binary = installed_aws_provider(data_dir)
+    elif cli_config is not None:
+        binary = mirrored_aws_provider(cli_config)
+    else:
+        raise ValueError("reattached_aws_provider needs a data_dir or a cli_config")
     environment = {**(os.environ if env is None else env), **QUIET_PROVIDER_LOGS}
     for name in ("TF_REATTACH_PROVIDERS", *NOT_HANDED_TO_A_SHARED_PROVIDER):
         environment.pop(name, None)
@@ -123,15 +148,23 @@ def reattached_aws_provider(
 
 @contextmanager
 def shared_aws_provider(
-    data_dir: Path, log_path: Path, *, cwd: Path, env: Mapping[str, str]
+    data_dir: Path | None,
+    log_path: Path,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    cli_config: Path | None = None,
 ) -> Iterator[dict[str, str]]:
     """One provider process for a stack's commands, or (with a warning) none.
 
-    ``data_dir`` is the stack's initialised TF_DATA_DIR, ``cwd`` the directory
-    its commands run in, ``env`` their environment.
+    ``data_dir`` is the stack's initialised TF_DATA_DIR (or None before its
+    init: the binary is then the mirror's of ``cli_config``), ``cwd`` the
+    directory its commands run in, ``env`` their environment.
     """
     try:
-        started = reattached_aws_provider(data_dir, log_path, cwd=cwd, env=env)
+        started = reattached_aws_provider(
+            data_dir, log_path, cwd=cwd, env=env, cli_config=cli_config
+        )
         reattach = started.__enter__()
     except (OSError, RuntimeError) as error:
         warnings.warn(

@@ -11,6 +11,7 @@ import pytest
 from tests.terraform.provider_reattach import (
     ProviderNotShared,
     installed_aws_provider,
+    mirrored_aws_provider,
     shared_aws_provider,
 )
 
@@ -88,3 +89,37 @@ def test_the_pinned_provider_is_shared(terraform_test_env: dict[str, str]) -> No
     assert terraform_test_env.get("TF_REATTACH_PROVIDERS"), (
         f"hashicorp/aws {PINNED_PROVIDER} was not started for reattaching (see the warnings)"
     )
+
+
+def _mirror_config(tmp_path: Path, versions: tuple[str, ...]) -> Path:
+    mirror = tmp_path / "mirror"
+    for version in versions:
+        folder = mirror / f"registry.terraform.io/hashicorp/aws/{version}/linux_amd64"
+        folder.mkdir(parents=True)
+        (folder / f"terraform-provider-aws_v{version}_x5").write_text("")
+    config = tmp_path / "terraformrc"
+    config.write_text(
+        f'provider_installation {{\n  filesystem_mirror {{\n    path    = "{mirror}"\n  }}\n}}\n'
+    )
+    return config
+
+
+def test_a_stack_initialised_with_its_provider_started_gets_the_mirrors_one(
+    tmp_path: Path,
+) -> None:
+    config = _mirror_config(tmp_path, ("5.100.0",))
+
+    found = mirrored_aws_provider(config)
+
+    assert found.name == "terraform-provider-aws_v5.100.0_x5"
+    assert found.parent.parent.name == "5.100.0"
+
+
+@pytest.mark.parametrize("versions", [(), ("5.99.0", "5.100.0")])
+def test_a_mirror_without_exactly_one_release_is_not_guessed_from(
+    versions: tuple[str, ...], tmp_path: Path
+) -> None:
+    config = _mirror_config(tmp_path, versions)
+
+    with pytest.raises(FileNotFoundError, match="not exactly one"):
+        mirrored_aws_provider(config)
