@@ -26,7 +26,7 @@ from py.path import local as py_path_local
 from pytest_terraform import tf as pytest_terraform_tf
 from pytest_terraform import xdist as pytest_terraform_xdist
 
-from tests.terraform.provider_reattach import reattached_aws_provider
+from tests.terraform.provider_reattach import shared_aws_provider
 from tests.terraform.tfhelpers import (
     EXAMPLES_DIR,
     REPO_ROOT,
@@ -77,6 +77,8 @@ def tf_env(tf_cli_config: Path) -> dict[str, str]:
     """Environment for terraform subprocesses: the mirror config, no prompts, no telemetry."""
     env = dict(os.environ)
     env.pop("TF_DATA_DIR", None)
+    # Set in os.environ while examples/local lives (local_stack_env): its provider only.
+    env.pop("TF_REATTACH_PROVIDERS", None)
     env.update(
         {
             "TF_CLI_CONFIG_FILE": str(tf_cli_config),
@@ -92,7 +94,11 @@ def tf_env(tf_cli_config: Path) -> dict[str, str]:
 def terraform_test_env(
     tf_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, str]]:
-    """The module initialised for ``terraform test``, and one provider process serving it."""
+    """The module initialised for ``terraform test``, and one provider process serving it.
+
+    Without a shared provider (a ``ProviderNotShared`` warning says why), every
+    terraform command starts its own.
+    """
     work = tmp_path_factory.mktemp("terraform-test")
     env = {**tf_env, "TF_DATA_DIR": str(work / ".terraform")}
     with lock_for_init_in(REPO_ROOT):
@@ -108,14 +114,22 @@ def terraform_test_env(
             env=env,
         )
     assert init.returncode == 0, describe(init)
-    with reattached_aws_provider(work / ".terraform", work / "provider.log") as reattach:
+    with shared_aws_provider(
+        work / ".terraform", work / "provider.log", cwd=REPO_ROOT, env=env
+    ) as reattach:
         yield {**env, **reattach}
 
 
 @pytest.fixture(scope="session")
 def aws_provider_env(terraform_test_env: dict[str, str]) -> dict[str, str]:
-    """Just the variable that points terraform at the running provider (for validate)."""
-    return {"TF_REATTACH_PROVIDERS": terraform_test_env["TF_REATTACH_PROVIDERS"]}
+    """Just the variable that points terraform at the running provider (for validate).
+
+    Only for commands that never configure the provider (validate, terraform
+    test with mocks); empty when the provider is not shared.
+    """
+    return {
+        name: value for name, value in terraform_test_env.items() if name == "TF_REATTACH_PROVIDERS"
+    }
 
 
 def _free_loopback_port() -> int:
@@ -189,15 +203,30 @@ def pytest_configure(config: pytest.Config) -> None:
             config.pluginmanager.unregister(plugin)
 
 
-_STACK_ENV = ("TF_CLI_CONFIG_FILE", "TF_VAR_endpoint_url", "TF_INPUT", "CHECKPOINT_DISABLE")
+_STACK_ENV = (
+    "TF_CLI_CONFIG_FILE",
+    "TF_VAR_endpoint_url",
+    "TF_INPUT",
+    "CHECKPOINT_DISABLE",
+    "TF_REATTACH_PROVIDERS",
+)
 
 
 @pytest.fixture(scope="session")
-def local_stack_env(terraform_bin: str, tf_cli_config: Path, moto_server: str) -> Iterator[None]:
+def local_stack_env(
+    terraform_bin: str,
+    tf_cli_config: Path,
+    moto_server: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
     """What pytest-terraform's terraform runs need, for as long as the stack lives.
 
     pytest-terraform runs terraform with ``os.environ``; it destroys the stack in
-    its own finalizer, which runs before this fixture's teardown.
+    its own finalizer, which runs before this fixture's teardown. One provider
+    process (provider_reattach.py), started in examples/local where the
+    commands run, serves the stack's init, apply, the tests' plans and the
+    destroy; the init then installs no provider, which the examples/local
+    validate (test_terraform_static.py) checks instead.
     """
     saved_env = {key: os.environ.get(key) for key in _STACK_ENV}
     saved_module_dir = pytest_terraform_tf.LazyModuleDir.value
@@ -212,7 +241,15 @@ def local_stack_env(terraform_bin: str, tf_cli_config: Path, moto_server: str) -
     if not saved_module_dir:
         pytest_terraform_tf.LazyModuleDir.value = str(EXAMPLES_DIR)
     try:
-        yield
+        with shared_aws_provider(
+            None,
+            tmp_path_factory.mktemp("local-stack-provider") / "provider.log",
+            cwd=EXAMPLES_DIR / "local",
+            env=os.environ,
+            cli_config=tf_cli_config,
+        ) as reattach:
+            os.environ.update(reattach)
+            yield
     finally:
         pytest_terraform_tf.LazyModuleDir.value = saved_module_dir
         for key, value in saved_env.items():

@@ -49,8 +49,10 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,6 +77,7 @@ from dynamodb_outbox.local import (
 )
 from dynamodb_outbox.writer import OutboxWriter
 from tests.dependency_shortcuts import OFF, allowed
+from tests.terraform.provider_reattach import ProviderNotShared, shared_aws_provider
 from tests.terraform.tfhelpers import REPO_ROOT
 
 REGION = "us-east-1"
@@ -666,6 +669,7 @@ def run(scenario: Scenario, work_dir: Path, log: Callable[[str], None]) -> dict[
     saved_env = configure_process(emulator.url, REGION)
     output = FunctionOutput(work_dir / "functions.log", sys.stderr)
     output.install()
+    provider = ExitStack()
     try:
         keep_moto_pollers_off()
         moto_updates_functions_as_aws()
@@ -675,7 +679,21 @@ def run(scenario: Scenario, work_dir: Path, log: Callable[[str], None]) -> dict[
         stack = Stack.prepare(work_dir)
         override = stack.example_dir / "live_override.tf"
         stack.init()
-        facts: dict[str, Any] = {"powertools_layers": layers, "steps": []}
+        # One provider process for the run's applies (provider_reattach.py).
+        reattach = provider.enter_context(
+            shared_aws_provider(
+                stack.example_dir / ".terraform",
+                work_dir / "provider.log",
+                cwd=stack.example_dir,
+                env=stack.env,
+            )
+        )
+        stack.env.update(reattach)
+        facts: dict[str, Any] = {
+            "powertools_layers": layers,
+            "steps": [],
+            "provider_shared": bool(reattach),
+        }
         flow = Flow(session=session, output=output)
         with stream_records_follow(flow.clock):
             override.write_text(scenario.initial.override(emulator.url))
@@ -732,6 +750,7 @@ def run(scenario: Scenario, work_dir: Path, log: Callable[[str], None]) -> dict[
             } | {"publisher": flow.publisher.stats.duplicate_deliveries if flow.publisher else 0}
         return facts
     finally:
+        provider.close()
         output.close()
         emulator.stop()
         restore_process(saved_env)
@@ -768,6 +787,14 @@ def run_in_a_process(scenario: str, work_dir: Path) -> dict[str, Any]:
         f"(terraform log: {work_dir / 'run' / 'terraform.log'})"
     )
     facts: dict[str, Any] = json.loads(facts_path.read_text())
+    if not facts.get("provider_shared"):
+        warnings.warn(
+            ProviderNotShared(
+                f"live flow {scenario!r}: every terraform command started its own provider "
+                f"(slower, same checks); why: {result.stderr[-2000:]}"
+            ),
+            stacklevel=2,
+        )
     return facts
 
 

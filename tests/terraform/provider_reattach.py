@@ -1,14 +1,29 @@
-"""One long-running hashicorp/aws provider process for ``terraform test`` and ``validate``.
+"""Long-running hashicorp/aws provider processes, shared by the terraform commands of a test.
 
-Terraform starts the provider plugin anew for every plan of every ``run`` block
-(twice per run), and the AWS provider, a 700 MB binary, takes about a second to
-start: most of the time ``terraform test`` took. Started once in debug mode and
-named in ``TF_REATTACH_PROVIDERS``, the same binary (the one ``terraform init``
-installed) serves every command of a worker.
+Terraform starts the provider plugin anew for every walk of every command
+(three times for a plan: schema, validate, plan; more for an apply), and the
+AWS provider, a 700 MB binary, takes about a second of CPU to start. Started
+once in debug mode and named in ``TF_REATTACH_PROVIDERS``, the same binary
+(the one ``terraform init`` installed) serves every command given that
+variable.
 
-Only for commands that never configure the provider: ``terraform test`` with
-``mock_provider`` (every file here) and ``terraform validate``. A configured
-provider (an apply) would carry one command's endpoints into the next.
+Two kinds of sharing:
+
+- ``terraform test`` with ``mock_provider`` (every file here) and ``terraform
+  validate`` never configure the provider: one process per worker serves them
+  all (``aws_provider_env`` in conftest.py).
+- A stack that plans or applies configures the provider on every command (its
+  endpoints, region, keys: each command sends its own), and the provider reads
+  what it uploads (the Lambda zips, ``path.module``-relative) from its own
+  working directory: each stack gets a process of its own, started in the
+  directory terraform runs in, used by one command at a time. Environment
+  variables the provider reads itself (``AWS_*``) are the ones it was started
+  with, so it is started with the environment the commands run with.
+
+When the provider cannot be started that way, :func:`shared_aws_provider` says
+so with a :class:`ProviderNotShared` warning and yields no variable: every
+command then starts its own provider, as without this module. Nothing is
+skipped, the run is only slower.
 """
 
 from __future__ import annotations
@@ -17,7 +32,8 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -35,29 +51,78 @@ QUIET_PROVIDER_LOGS = {
         "TF_LOG_SDK_FRAMEWORK",
     )
 }
+#: Not handed to a shared provider. With AWS_CA_BUNDLE set, hashicorp/aws
+#: 5.100.0 configures once and then refuses every later configure of the same
+#: process ("unable to add custom RootCAs HTTPClient, has no
+#: WithTransportOptions"): the first configure wrapped its HTTP client. The
+#: stacks that share a provider talk plain HTTP to the loopback emulator, where
+#: a CA bundle plays no part.
+NOT_HANDED_TO_A_SHARED_PROVIDER = ("AWS_CA_BUNDLE",)
 _REATTACH = re.compile(r"TF_REATTACH_PROVIDERS='(?P<value>[^']+)'")
+
+
+_AWS_PROVIDER = "registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws*"
+_MIRROR_PATH = re.compile(r'^\s*path\s*=\s*"(?P<path>[^"]+)"', re.MULTILINE)
 
 
 def installed_aws_provider(data_dir: Path) -> Path:
     """The provider binary ``terraform init`` installed into ``data_dir`` (a TF_DATA_DIR)."""
-    found = sorted(
-        data_dir.glob("providers/registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws*")
-    )
+    found = sorted(data_dir.glob(f"providers/{_AWS_PROVIDER}"))
     if not found:
         raise FileNotFoundError(f"no hashicorp/aws provider under {data_dir}: run terraform init")
     return found[-1]
 
 
+def mirrored_aws_provider(cli_config: Path) -> Path:
+    """The provider binary in the filesystem mirror a CLI config (scripts/tf_cli_config.py) names.
+
+    What ``terraform init`` would install from there, for a stack whose init
+    runs with the provider already started. Only when the mirror holds one
+    release: with several, which one init picks depends on the stack.
+    """
+    mirrors = _MIRROR_PATH.findall(cli_config.read_text())
+    found = sorted(binary for mirror in mirrors for binary in Path(mirror).glob(_AWS_PROVIDER))
+    if len(found) != 1:
+        raise FileNotFoundError(
+            f"not exactly one hashicorp/aws provider in the mirror of {cli_config}: {found}"
+        )
+    return found[0]
+
+
+class ProviderNotShared(UserWarning):
+    """The provider could not be started for reattaching: each command starts its own."""
+
+
 @contextmanager
-def reattached_aws_provider(data_dir: Path, log_path: Path) -> Iterator[dict[str, str]]:
-    """Start the installed provider in debug mode; yield the env that makes terraform use it."""
-    binary = installed_aws_provider(data_dir)
+def reattached_aws_provider(
+    data_dir: Path | None,
+    log_path: Path,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cli_config: Path | None = None,
+) -> Iterator[dict[str, str]]:
+    """Start the provider in debug mode; yield the env that makes terraform use it.
+
+    The one installed in ``data_dir``, or without one, the mirror's of ``cli_config``.
+    Raises when the provider does not start in debug mode.
+    """
+    if data_dir is not None:
+        binary = installed_aws_provider(data_dir)
+    elif cli_config is not None:
+        binary = mirrored_aws_provider(cli_config)
+    else:
+        raise ValueError("reattached_aws_provider needs a data_dir or a cli_config")
+    environment = {**(os.environ if env is None else env), **QUIET_PROVIDER_LOGS}
+    for name in ("TF_REATTACH_PROVIDERS", *NOT_HANDED_TO_A_SHARED_PROVIDER):
+        environment.pop(name, None)
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [str(binary), "-debug"],
+            cwd=cwd,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **QUIET_PROVIDER_LOGS},
+            env=environment,
         )
     try:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -79,3 +144,39 @@ def reattached_aws_provider(data_dir: Path, log_path: Path) -> Iterator[dict[str
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+
+@contextmanager
+def shared_aws_provider(
+    data_dir: Path | None,
+    log_path: Path,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    cli_config: Path | None = None,
+) -> Iterator[dict[str, str]]:
+    """One provider process for a stack's commands, or (with a warning) none.
+
+    ``data_dir`` is the stack's initialised TF_DATA_DIR (or None before its
+    init: the binary is then the mirror's of ``cli_config``), ``cwd`` the
+    directory its commands run in, ``env`` their environment.
+    """
+    try:
+        started = reattached_aws_provider(
+            data_dir, log_path, cwd=cwd, env=env, cli_config=cli_config
+        )
+        reattach = started.__enter__()
+    except (OSError, RuntimeError) as error:
+        warnings.warn(
+            ProviderNotShared(
+                f"the hashicorp/aws provider could not be shared by this stack's commands, "
+                f"each starts its own (slower, same checks): {error}"
+            ),
+            stacklevel=3,
+        )
+        yield {}
+        return
+    try:
+        yield reattach
+    finally:
+        started.__exit__(None, None, None)

@@ -19,12 +19,14 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
+from tests.terraform.provider_reattach import shared_aws_provider
 from tests.terraform.tfhelpers import EXAMPLES_DIR, REPO_ROOT, describe, run_terraform
 
 pytestmark = [pytest.mark.terraform, pytest.mark.apply]
@@ -89,6 +91,22 @@ class ExampleStack:
         main_tf.write_text(text.replace(MODULE_SOURCE, f'source = "{REPO_ROOT}"'))
         (workdir / "emulator_override.tf").write_text(emulator_override(moto_url))
 
+    @contextmanager
+    def shared_provider(self) -> Iterator[None]:
+        """After init: one provider process serves the stack's commands (provider_reattach)."""
+        with shared_aws_provider(
+            Path(self.env["TF_DATA_DIR"]),
+            self.workdir.parent / "provider.log",
+            cwd=self.workdir,
+            env=self.env,
+        ) as reattach:
+            self.env.update(reattach)
+            try:
+                yield
+            finally:
+                for name in reattach:
+                    del self.env[name]
+
     def run(self, *args: str) -> str:
         result = run_terraform([*args, "-no-color"], cwd=self.workdir, env=self.env)
         assert result.returncode == 0, describe(result)
@@ -109,12 +127,13 @@ def existing_table_stack(
         "existing-table", tmp_path_factory.mktemp("existing-table") / "stack", tf_env, moto_server
     )
     stack.run("init", "-input=false")
-    stack.run("apply", "-auto-approve", "-input=false")
-    try:
-        yield stack
-    finally:
-        if stack.resources_in_state():  # a test failed before it destroyed the stack
-            stack.attempt("destroy", "-auto-approve", "-input=false")
+    with stack.shared_provider():
+        stack.run("apply", "-auto-approve", "-input=false")
+        try:
+            yield stack
+        finally:
+            if stack.resources_in_state():  # a test failed before it destroyed the stack
+                stack.attempt("destroy", "-auto-approve", "-input=false")
 
 
 def _changes(plan_json: str) -> dict[str, list[str]]:

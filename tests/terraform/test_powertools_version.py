@@ -91,7 +91,7 @@ def test_tests_run_the_pinned_powertools() -> None:
 
 @pytest.mark.terraform
 def test_validate_names_powertools_version_when_it_is_not_a_release(
-    tf_env: dict[str, str], tmp_path: Path
+    tf_env: dict[str, str], aws_provider_env: dict[str, str], tmp_path: Path
 ) -> None:
     root = tmp_path / "caller"
     root.mkdir()
@@ -106,7 +106,7 @@ def test_validate_names_powertools_version_when_it_is_not_a_release(
     init = run_terraform(["init", "-backend=false", "-input=false", "-no-color"], cwd=root, env=env)
     assert init.returncode == 0, describe(init)
 
-    validate = run_terraform(["validate", "-no-color"], cwd=root, env=env)
+    validate = run_terraform(["validate", "-no-color"], cwd=root, env={**env, **aws_provider_env})
 
     assert validate.returncode != 0, describe(validate)
     message = " ".join(validate.stderr.split())

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.terraform.provider_reattach import shared_aws_provider
 from tests.terraform.tfhelpers import REPO_ROOT, describe, run_terraform
 
 pytestmark = pytest.mark.terraform
@@ -55,7 +56,12 @@ def test_python3_14_on_provider_5x_names_the_provider_it_needs(
     init = run_terraform(["init", "-input=false", "-no-color"], cwd=tmp_path, env=env)
     assert init.returncode == 0, describe(init)
 
-    plan = run_terraform(["plan", "-input=false", "-no-color"], cwd=tmp_path, env=env)
+    with shared_aws_provider(
+        tmp_path / ".terraform", tmp_path / "provider.log", cwd=tmp_path, env=env
+    ) as reattach:
+        plan = run_terraform(
+            ["plan", "-input=false", "-no-color"], cwd=tmp_path, env={**env, **reattach}
+        )
 
     assert plan.returncode != 0, describe(plan)
     message = " ".join(plan.stderr.split())

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.terraform.provider_reattach import shared_aws_provider
 from tests.terraform.tfhelpers import REPO_ROOT, describe, run_terraform
 
 pytestmark = pytest.mark.terraform
@@ -318,12 +319,16 @@ PLAN_CASES = {name: case for name, case in CASES.items() if case.compares_inputs
 
 @pytest.fixture(scope="module")
 def validate_diagnostics(
-    tf_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+    tf_env: dict[str, str],
+    aws_provider_env: dict[str, str],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, list[dict[str, Any]]]:
     workdir = tmp_path_factory.mktemp("validate-messages")
     env = init(workdir, root_module(VALIDATE_CASES), tf_env)
 
-    validate = run_terraform(["validate", "-json", "-no-color"], cwd=workdir, env=env)
+    validate = run_terraform(
+        ["validate", "-json", "-no-color"], cwd=workdir, env={**env, **aws_provider_env}
+    )
 
     return by_case(VALIDATE_CASES, json.loads(validate.stdout)["diagnostics"])
 
@@ -336,7 +341,12 @@ def plan_diagnostics(
     cases = PLAN_CASES | ALARM_CASES
     env = init(workdir, root_module(cases, emulator_provider(moto_server)), tf_env)
 
-    plan = run_terraform(["plan", "-json", "-input=false", "-no-color"], cwd=workdir, env=env)
+    with shared_aws_provider(
+        workdir / ".terraform", workdir / "provider.log", cwd=workdir, env=env
+    ) as reattach:
+        plan = run_terraform(
+            ["plan", "-json", "-input=false", "-no-color"], cwd=workdir, env={**env, **reattach}
+        )
 
     lines = [json.loads(line) for line in plan.stdout.splitlines() if line.startswith("{")]
     assert plan.returncode == 1, describe(plan)

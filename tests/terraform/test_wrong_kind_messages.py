@@ -47,7 +47,9 @@ MAX_ERRORS = 2
 
 @pytest.fixture(scope="module")
 def diagnostics(
-    tf_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+    tf_env: dict[str, str],
+    aws_provider_env: dict[str, str],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, list[dict[str, Any]]]:
     workdir: Path = tmp_path_factory.mktemp("wrong-kind-messages")
     (workdir / "main.tf").write_text(
@@ -63,7 +65,9 @@ def diagnostics(
     )
     assert init.returncode == 0, describe(init)
 
-    validate = run_terraform(["validate", "-json", "-no-color"], cwd=workdir, env=env)
+    validate = run_terraform(
+        ["validate", "-json", "-no-color"], cwd=workdir, env={**env, **aws_provider_env}
+    )
 
     result: dict[str, list[dict[str, Any]]] = {case: [] for case in CASES}
     for diagnostic in json.loads(validate.stdout)["diagnostics"]:

@@ -32,13 +32,19 @@ def run_terraform(
     cwd: Path,
     env: dict[str, str],
     timeout: float = 600,
+    stderr_to_stdout: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run terraform, capturing its output for the assertion message."""
+    """Run terraform, capturing its output for the assertion message.
+
+    ``stderr_to_stdout`` keeps the diagnostics (stderr) in order with the
+    progress lines (stdout), next to the run block they belong to.
+    """
     return subprocess.run(
         ["terraform", *args],
         cwd=cwd,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if stderr_to_stdout else subprocess.PIPE,
         text=True,
         timeout=timeout,
         check=False,
@@ -48,4 +54,5 @@ def run_terraform(
 def describe(result: subprocess.CompletedProcess[str]) -> str:
     """The command, its exit code and its output, for assertion messages."""
     args = result.args if isinstance(result.args, str) else " ".join(result.args)
-    return f"$ {args}\nexit code {result.returncode}\n{result.stdout}\n{result.stderr}"
+    stderr = "" if result.stderr is None else result.stderr
+    return f"$ {args}\nexit code {result.returncode}\n{result.stdout}\n{stderr}"
