@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import sys
 import typing
 from pathlib import Path
 
@@ -149,3 +150,105 @@ def test_the_documented_packages_keep_their_pieces_in_private_modules() -> None:
             if path.name != "__init__.py" and not path.name.startswith("_"):
                 public_pieces.append(f"{module_name}.{path.stem}")
     assert public_pieces == []
+
+
+# Where a type may come from when a public signature names it: the documented
+# faces, the standard library, and the packages whose types users already hold.
+_FOREIGN_PACKAGES = ("boto3", "botocore", "mypy_boto3_", "aws_lambda_powertools", "ulid")
+
+
+def _public_objects() -> dict[int, str]:
+    """``id(object): where it is documented`` for every documented name."""
+    found: dict[int, str] = {}
+    for module_name, names in documented_faces().items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            found.setdefault(id(getattr(module, name)), f"{module_name}.{name}")
+    return found
+
+
+def _types_named_by(hint: object) -> typing.Iterator[object]:
+    """Every class a type hint names, through unions, generics and Callable."""
+    if isinstance(hint, typing.TypeVar):
+        for bound in (hint.__bound__, *hint.__constraints__):
+            if bound is not None:
+                yield from _types_named_by(bound)
+        return
+    if typing.get_origin(hint) is typing.Literal:
+        return
+    origin = typing.get_origin(hint)
+    if origin is not None:
+        yield from _types_named_by(origin)
+        for arg in typing.get_args(hint):
+            yield from _types_named_by(arg)
+        return
+    if isinstance(hint, list | tuple):  # Callable's parameter list
+        for arg in hint:
+            yield from _types_named_by(arg)
+        return
+    if isinstance(hint, type):
+        yield hint
+
+
+def _type_checking_names(function: object) -> dict[str, object]:
+    """The names a module imports under ``if TYPE_CHECKING:`` (boto3-stubs, ulid)."""
+    module = sys.modules[getattr(function, "__globals__", {}).get("__name__", "")]
+    names: dict[str, object] = {}
+    for node in ast.walk(ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))):
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.module:
+                    imported = importlib.import_module(statement.module)
+                    for alias in statement.names:
+                        names[alias.asname or alias.name] = getattr(imported, alias.name)
+    return names
+
+
+def _signatures_of_the_public_face() -> list[tuple[str, object]]:
+    """``(where, hint)`` for every annotation of a documented function or class."""
+    found: list[tuple[str, object]] = []
+    for module_name, names in documented_faces().items():
+        module = importlib.import_module(module_name)
+        for name in sorted(names):
+            value = getattr(module, name)
+            where = f"{module_name}.{name}"
+            callables: list[tuple[str, object]] = []
+            if isinstance(value, type):
+                found += [
+                    (f"{where}.{field}", hint)
+                    for field, hint in typing.get_type_hints(value).items()
+                ]
+                for attribute, member in vars(value).items():
+                    if attribute.startswith("_") and attribute not in ("__init__", "__call__"):
+                        continue
+                    function = getattr(member, "__func__", member)
+                    if isinstance(member, property):
+                        function = member.fget
+                    if callable(function) and hasattr(function, "__code__"):
+                        callables.append((f"{where}.{attribute}", function))
+            elif callable(value) and hasattr(value, "__code__"):
+                callables.append((where, value))
+            for place, function in callables:
+                hints = typing.get_type_hints(function, localns=_type_checking_names(function))
+                found += [(f"{place}({parameter})", hint) for parameter, hint in hints.items()]
+    return found
+
+
+def test_public_signatures_name_only_public_types() -> None:
+    # A user who reads `def read_ledger(client: X, ...)` must be able to import X
+    # from a promised module (or it is the standard library's, boto's or
+    # Powertools'): a type they cannot name is a type they cannot annotate with.
+    public = _public_objects()
+    signatures = _signatures_of_the_public_face()
+    assert len(signatures) > 50, "too few annotations found: the scan is broken"
+    unnamed = set()
+    for where, hint in signatures:
+        for named in _types_named_by(hint):
+            module = getattr(named, "__module__", "")
+            top = module.split(".")[0]
+            if id(named) in public or top in sys.stdlib_module_names or top == "builtins":
+                continue
+            if module.startswith(_FOREIGN_PACKAGES):
+                continue
+            unnamed.add(f"{where}: {module}.{getattr(named, '__qualname__', named)}")
+    assert sorted(unnamed) == []

@@ -74,6 +74,7 @@ and ``_logging``.
 from __future__ import annotations
 
 from dynamodb_outbox.consumer._consumer import OutboxConsumer
+from dynamodb_outbox.consumer._deadline import RecordDurations
 from dynamodb_outbox.consumer._messages import (
     LambdaHandler,
     MalformedBatch,
@@ -83,14 +84,17 @@ from dynamodb_outbox.consumer._messages import (
     parse_body,
 )
 from dynamodb_outbox.consumer._processing import process_sqs_batch
+from dynamodb_outbox.sender_checks import ExpectedSender
 from dynamodb_outbox.stream_types import BatchItemFailure, PartialBatchResponse
 
 __all__ = [
     "BatchItemFailure",
+    "ExpectedSender",
     "LambdaHandler",
     "MalformedBatch",
     "OutboxConsumer",
     "PartialBatchResponse",
+    "RecordDurations",
     "SQSEvent",
     "SQSRecord",
     "SQSRecordAttributes",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dynamodb_outbox.writer._conditions import (
     Condition,
+    TransactItem,
     condition_check_action,
     delete_action,
     put_action,
@@ -63,6 +64,7 @@ __all__ = [
     "OutboxWriteError",
     "OutboxWriter",
     "TooManyActions",
+    "TransactItem",
     "TransactionCancelled",
     "TransactionInProgress",
     "TransactionTooLarge",
