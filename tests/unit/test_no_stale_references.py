@@ -24,8 +24,8 @@ import dynamodb_outbox
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(dynamodb_outbox.__file__).parent
 TEXT_SUFFIXES = (".md", ".py", ".tf", ".hcl", ".toml", ".cfg", ".txt", ".yml", ".yaml")
-# History names the old homes on purpose.
-HISTORY = {"CHANGELOG.md"}
+# History, and this test's own examples, name the old homes on purpose.
+HISTORY = {"CHANGELOG.md", Path(__file__).name}
 # Variables that share a module's name, not modules: ``@consumer.handler`` and
 # ``consumer.logger`` on an OutboxConsumer, ``table_keys.key_of`` on a TableKeys.
 NOT_MODULES = {"consumer.handler", "consumer.logger", "table_keys.key_of"}
