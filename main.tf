@@ -120,7 +120,7 @@ locals {
 
   # The sparse index the sweeper reads (see docs/decisions.md): only pending
   # outbox items carry the shard attribute, "00".."07", which the writer derives
-  # from the ULID. The count is the package's (envelope.DEFAULT_PENDING_SHARDS),
+  # from the ULID. The count is the package's (outbox_item.DEFAULT_PENDING_SHARDS),
   # not a setting: writer, sweeper and outbox-ops refuse any other.
   pending_index_name      = "outbox-pending"
   pending_index_hash_key  = "outbox_pending_shard"

@@ -590,7 +590,7 @@ def _wcu(size: int) -> int:
 
 
 def write_cost() -> dict[str, Any]:
-    """WCU per order as AWS bills it, computed from the item sizes (writer.item_size)."""
+    """WCU per order as AWS bills it, from the item sizes (writer._attribute_values.item_size)."""
     entity = serialize_item(
         {
             "PK": "ORDER#1001",

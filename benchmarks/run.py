@@ -368,7 +368,8 @@ def notes(results: dict[str, Any]) -> str:
         "unit; BatchGetItem rounds each item, Query and Scan each call's total; index reads "
         "are always eventually consistent) applied to the items each call returned (the "
         "Scan: to every item of the table, in pages of 1 MB).",
-        "write cost: WCU = ceil(item size / 1 KB) per item (writer.item_size), x2 in a "
+        "write cost: WCU = ceil(item size / 1 KB) per item "
+        "(writer._attribute_values.item_size), x2 in a "
         "transaction; the pending-index entry is the key attributes only (KEYS_ONLY); "
         "index writes are not doubled by the transaction. Arithmetic:",
     ]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from dynamodb_outbox.event_ids import event_id_for, new_event_id
     from dynamodb_outbox.payload_json import PayloadNotEncodable
     from dynamodb_outbox.routing import Router, UnroutedEvent
+    from dynamodb_outbox.settings import ConfigurationError
     from dynamodb_outbox.writer import (
         CancellationReason,
         Condition,
@@ -60,6 +61,7 @@ _EXPORTS: Final = {
     "event_id_for": "event_ids",
     "new_event_id": "event_ids",
     "PayloadNotEncodable": "payload_json",
+    "ConfigurationError": "settings",
     "Router": "routing",
     "UnroutedEvent": "routing",
     "CancellationReason": "writer",
@@ -89,6 +91,7 @@ _EXPORTS: Final = {
 __all__ = [
     "CancellationReason",
     "Condition",
+    "ConfigurationError",
     "DuplicateItemInTransaction",
     "Envelope",
     "EventTooLarge",

@@ -27,7 +27,7 @@ from dynamodb_outbox.envelope import Envelope
 
 # The public face (docs/python.md, "The public API"); the reference consumer
 # uses the writing side.
-__all__ = ["LedgerEntry", "read_ledger"]
+__all__ = ["LedgerDynamoDBClient", "LedgerEntry", "read_ledger"]
 
 LEDGER_KEY_PREFIX: Final = "ledger#"
 KEY_ATTR: Final = "id"

@@ -46,6 +46,8 @@ from decimal import Decimal
 from typing import Any, Final
 from uuid import UUID
 
+from dynamodb_outbox._public_names import present_as
+
 __all__ = ["JsonDefault", "PayloadNotEncodable", "dumps", "to_json_value"]
 
 JsonDefault = Callable[[Any], Any]
@@ -196,3 +198,7 @@ def _encode(data: Any) -> Iterator[str]:
 
 def _string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
+
+
+# Documented as dynamodb_outbox.PayloadNotEncodable (docs/python.md).
+present_as("dynamodb_outbox", PayloadNotEncodable)

@@ -87,7 +87,7 @@ class IndexReader(Protocol):
 
 
 def shard_keys(shards: int) -> list[str]:
-    """The pending-index partition keys, in the format of ``envelope.pending_shard``."""
+    """The pending-index partition keys, in the format of ``outbox_item.pending_shard``."""
     return [f"{n:02d}" for n in range(shard_count(shards))]
 
 

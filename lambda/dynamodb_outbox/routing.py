@@ -37,6 +37,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar, cast, overload
 
+from dynamodb_outbox._public_names import present_as
 from dynamodb_outbox._typed_payload import with_payload_model
 from dynamodb_outbox.envelope import Envelope
 
@@ -153,3 +154,7 @@ class Router:
             return await cast(Callable[[Envelope], Awaitable[object]], route)(envelope)
 
         return dispatch
+
+
+# Documented as dynamodb_outbox.Router and UnroutedEvent (docs/python.md).
+present_as("dynamodb_outbox", Router, UnroutedEvent)

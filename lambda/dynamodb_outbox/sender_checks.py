@@ -64,6 +64,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from dynamodb_outbox._public_names import present_as
 from dynamodb_outbox.envelope import Envelope, InvalidEnvelope
 from dynamodb_outbox.regions import is_region_name
 from dynamodb_outbox.replays import REPLAY_NAME_FIELD
@@ -308,3 +309,8 @@ def _checked_arn(arn: str, service: str, variable: str) -> str:
             f"arn:<partition>:{service}:<region>:<account>:..., got {arn!r}"
         )
     return arn
+
+
+# Documented as dynamodb_outbox.consumer.ExpectedSender (docs/python.md), the
+# name pickles and reprs show whether or not the consumer package was imported.
+present_as("dynamodb_outbox.consumer", ExpectedSender)

@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final, Literal, Protocol, overload
 
+from dynamodb_outbox._public_names import present_as
+
 if TYPE_CHECKING:
     # boto3-stubs (dev only, requirements-dev.txt): the clients' real types.
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -370,3 +372,8 @@ def sink_from_environment(
             f"{FIFO_SUFFIX}) when {ENV_PUBLISH_TO}={PUBLISH_TO_SNS_FIFO}, got {topic.arn!r}"
         )
     return SnsSink(make_client("sns"), topic.arn)
+
+
+# Documented as dynamodb_outbox.ConfigurationError (docs/python.md): the name
+# tracebacks, pickles and logged exception types show.
+present_as("dynamodb_outbox", ConfigurationError)

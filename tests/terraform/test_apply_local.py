@@ -576,17 +576,17 @@ class _Recorder:
 def emitted_metric_names() -> set[str]:
     """Every metric name lambda/dynamodb_outbox emits, from the code that emits them."""
     from dynamodb_outbox import publisher, sweeper
-    from dynamodb_outbox.consumer import _processing as consumer
+    from dynamodb_outbox.consumer import _processing as processing
     from dynamodb_outbox.publishing import PublishResult
 
     recorder = _Recorder()
     publisher.record_metrics(PublishResult(), recorder)
     sweeper.record_metrics(sweeper.SweepResult(), recorder, "PutEvents")
     return recorder.names | {
-        consumer.METRIC_PROCESSED,
-        consumer.METRIC_FAILED,
-        consumer.METRIC_DUPLICATE,
-        consumer.METRIC_UNATTEMPTED,
+        processing.METRIC_PROCESSED,
+        processing.METRIC_FAILED,
+        processing.METRIC_DUPLICATE,
+        processing.METRIC_UNATTEMPTED,
     }
 
 

@@ -15,7 +15,7 @@ from dynamodb_outbox.consumer import parse_body
 from dynamodb_outbox.local.records import consumer_event
 from dynamodb_outbox.payload_json import to_json_value
 from dynamodb_outbox.writer import InvalidWrite
-from dynamodb_outbox.writer import _errors as write_errors
+from dynamodb_outbox.writer import _errors as writer_errors
 from dynamodb_outbox.writer._attribute_values import serialize_item
 from tests.factories import make_envelope
 
@@ -64,13 +64,13 @@ def test_an_unstorable_value_is_refused_with_what_to_convert_it_to() -> None:
 def test_every_exception_the_writer_raises_is_importable_from_the_package() -> None:
     errors = {
         name
-        for name in write_errors.__all__
-        if inspect.isclass(getattr(write_errors, name))
-        and issubclass(getattr(write_errors, name), Exception)
+        for name in writer_errors.__all__
+        if inspect.isclass(getattr(writer_errors, name))
+        and issubclass(getattr(writer_errors, name), Exception)
     }
     assert errors <= set(dynamodb_outbox.__all__)
     for name in errors:
-        assert getattr(dynamodb_outbox, name) is getattr(write_errors, name)
+        assert getattr(dynamodb_outbox, name) is getattr(writer_errors, name)
 
 
 def test_the_python_doc_draws_the_writers_exception_tree_as_the_module_does() -> None:
@@ -78,7 +78,7 @@ def test_the_python_doc_draws_the_writers_exception_tree_as_the_module_does() ->
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "python.md"
     drawn = doc.read_text(encoding="utf-8").split("```text\n", 1)[1].split("```", 1)[0].splitlines()
-    docstring = (write_errors.__doc__ or "").splitlines()
+    docstring = (writer_errors.__doc__ or "").splitlines()
     start = next(
         i for i, line in enumerate(docstring) if line.strip().startswith("OutboxWriteError")
     )

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import re
+import subprocess
+import tarfile
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from scripts.structure_figures import figures
 
@@ -58,3 +65,50 @@ def test_the_package_has_no_import_cycle_between_its_units() -> None:
     # The README's Layout section states 0: a unit importing one that imports it
     # back (lazily or not) would make the two one concern in two files.
     assert figures()["cycles"] == []
+
+
+ROOT = Path(__file__).resolve().parents[2]
+BEFORE_COMMIT = "610c01b"  # main before issue 28's restructure
+
+
+def readme_figures() -> dict[str, tuple[str, str]]:
+    """``row: (before, after)`` from the figures table of the README's Layout section."""
+    layout = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Layout\n", 1)[1]
+    layout = layout.split("\n## ", 1)[0]
+    rows = re.findall(r"^\| ([a-z][^|]*?) \| ([^|]+?) \| ([^|]+?) \|$", layout, re.M)
+    return {row: (before, after) for row, before, after in rows if row != "path"}
+
+
+def as_readme_cells(counted: dict[str, Any]) -> dict[str, str]:
+    """The figures as the README's table writes them."""
+    path = counted["longest_module"]["path"].removeprefix("dynamodb_outbox/")
+    return {
+        "modules": f"{counted['modules']:,}",
+        "public names": f"{counted['public_names']:,}",
+        "longest module (lines)": f"{counted['longest_module']['lines']:,} (`{path}`)",
+        "import arrows between units": f"{counted['import_arrows']:,}",
+        "import cycles": f"{len(counted['cycles']):,}",
+    }
+
+
+def test_the_readme_gives_the_figures_of_the_current_tree() -> None:
+    # A change that moves the figures fails here with the cells to paste into
+    # the README's "after" column.
+    in_readme = {row: after for row, (_, after) in readme_figures().items()}
+    assert in_readme == as_readme_cells(figures())
+
+
+def test_the_readme_gives_the_figures_measured_before_the_restructure(tmp_path: Path) -> None:
+    # The "before" column is main at 610c01b, measured the same way.
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", BEFORE_COMMIT, "lambda/dynamodb_outbox"],
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"commit {BEFORE_COMMIT} is not in this checkout: {exc}")
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tmp_path, filter="data")
+    before = as_readme_cells(figures(tmp_path / "lambda" / "dynamodb_outbox"))
+    assert {row: cells[0] for row, cells in readme_figures().items()} == before

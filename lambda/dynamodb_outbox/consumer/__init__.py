@@ -73,7 +73,9 @@ and ``_logging``.
 
 from __future__ import annotations
 
+from dynamodb_outbox._public_names import present_as
 from dynamodb_outbox.consumer._consumer import OutboxConsumer
+from dynamodb_outbox.consumer._deadline import RecordDurations
 from dynamodb_outbox.consumer._messages import (
     LambdaHandler,
     MalformedBatch,
@@ -83,14 +85,17 @@ from dynamodb_outbox.consumer._messages import (
     parse_body,
 )
 from dynamodb_outbox.consumer._processing import process_sqs_batch
+from dynamodb_outbox.sender_checks import ExpectedSender
 from dynamodb_outbox.stream_types import BatchItemFailure, PartialBatchResponse
 
 __all__ = [
     "BatchItemFailure",
+    "ExpectedSender",
     "LambdaHandler",
     "MalformedBatch",
     "OutboxConsumer",
     "PartialBatchResponse",
+    "RecordDurations",
     "SQSEvent",
     "SQSRecord",
     "SQSRecordAttributes",
@@ -99,13 +104,5 @@ __all__ = [
 ]
 
 # The public names say where to import them from (as httpx does): tracebacks,
-# reprs and pickles name dynamodb_outbox.consumer, not the private module they live in.
-for _name in __all__:
-    _value = globals()[_name]
-    # Not a class with annotations: typing.get_type_hints() reads them in the
-    # namespace of the class's __module__, which must stay the defining one.
-    if hasattr(_value, "__code__") or (
-        isinstance(_value, type) and not vars(_value).get("__annotations__")
-    ):
-        _value.__module__ = __name__
-del _name, _value
+# reprs and pickles name dynamodb_outbox.consumer, not the module they live in.
+present_as(__name__, *(globals()[name] for name in __all__))

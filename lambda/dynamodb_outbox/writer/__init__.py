@@ -24,8 +24,10 @@ the trace context finder.
 
 from __future__ import annotations
 
+from dynamodb_outbox._public_names import present_as
 from dynamodb_outbox.writer._conditions import (
     Condition,
+    TransactItem,
     condition_check_action,
     delete_action,
     put_action,
@@ -63,6 +65,7 @@ __all__ = [
     "OutboxWriteError",
     "OutboxWriter",
     "TooManyActions",
+    "TransactItem",
     "TransactionCancelled",
     "TransactionInProgress",
     "TransactionTooLarge",
@@ -76,13 +79,5 @@ __all__ = [
 ]
 
 # The public names say where to import them from (as httpx does): tracebacks,
-# reprs and pickles name dynamodb_outbox.writer, not the private module they live in.
-for _name in __all__:
-    _value = globals()[_name]
-    # Not a class with annotations: typing.get_type_hints() reads them in the
-    # namespace of the class's __module__, which must stay the defining one.
-    if hasattr(_value, "__code__") or (
-        isinstance(_value, type) and not vars(_value).get("__annotations__")
-    ):
-        _value.__module__ = __name__
-del _name, _value
+# reprs and pickles name dynamodb_outbox.writer, not the module they live in.
+present_as(__name__, *(globals()[name] for name in __all__))

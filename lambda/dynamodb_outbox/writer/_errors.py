@@ -24,6 +24,7 @@ writer's own plumbing.
 
 from __future__ import annotations
 
+import copyreg
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -95,6 +96,13 @@ class OutboxWriteError(Exception):
     AWS errors the writer cannot explain better (throttling, missing table,
     access denied...) propagate unchanged as botocore ``ClientError``.
     """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickle (multiprocessing, caches, test runners) rebuilds an exception
+        # from its args alone, which the subclasses' extra figures (limit,
+        # reasons, index...) are not in: rebuild without __init__, then restore them.
+        newobj = copyreg.__newobj__  # type: ignore[attr-defined]  # (not in typeshed)
+        return (newobj, (type(self), *self.args), self.__dict__)
 
 
 class InvalidWrite(OutboxWriteError, ValueError):
