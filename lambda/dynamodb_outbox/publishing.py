@@ -157,10 +157,13 @@ def table_client() -> DynamoDBClient:
     to the table is built here from fixed expressions and from keys and items
     DynamoDB itself returned (a stream record's keys, an index page, a read
     back), and the functional tests send each kind through validating clients.
-    A request that were malformed anyway would be refused by DynamoDB
-    (``ValidationException``) instead of botocore (``ParamValidationError``),
-    and every path treats the two alike (a delete left over, a quarantine
-    marker that cannot be written, a failed read). Region and endpoint come
+    A request that were malformed anyway fails differently: DynamoDB refuses
+    it (``ValidationException``), or botocore's serializer raises what it
+    happens to (a ``KeyError`` for a key member no attribute type has, a
+    ``TypeError``), instead of botocore's ``ParamValidationError``. Every path
+    treats them alike: a delete request is split and only its key at fault is
+    left over for the sweeper; a quarantine marker that cannot be written
+    leaves the item pending for an operator; a failed read fails the run. Region and endpoint come
     from the environment. The sinks' clients: :func:`~dynamodb_outbox.sinks.sink_client`.
     """
     import boto3
@@ -386,6 +389,17 @@ def describe_error(exc: BaseException) -> str:
 
 
 # ----------------------------------------------------------------------- the core
+
+
+def _never_sendable(exc: Exception) -> bool:
+    """Whether a request failed in a way no retry of it can change.
+
+    Not built (botocore's validation, or with it off a serializer's KeyError or
+    TypeError on a member no type has), or refused by AWS as malformed.
+    """
+    if isinstance(exc, ClientError):
+        return _error_code(exc) == "ValidationException"
+    return isinstance(exc, _REQUEST_BUILD_ERRORS) or not isinstance(exc, BotoCoreError)
 
 
 def _error_code(exc: Exception) -> str:
@@ -758,11 +772,22 @@ class Publication:
             try:
                 response = self.dynamodb.batch_write_item(RequestItems={self.table_name: pending})
                 unprocessed = list(response.get("UnprocessedItems", {}).get(self.table_name, []))
-            except (ClientError, BotoCoreError) as exc:
+            except Exception as exc:
+                if _never_sendable(exc):
+                    # The request can never go (a key botocore cannot serialise, or
+                    # one DynamoDB refuses): retrying it is pointless. Each key is
+                    # deleted on its own, so only the key at fault is left over.
+                    self._delete_unsendable(pending, exc)
+                    return
                 # Same as "nothing processed": retried within the same budget, and
                 # never a batch failure (the events are already out).
                 logger.warning(
-                    "BatchWriteItem failed", extra={"error": str(exc), "deletes": len(pending)}
+                    "BatchWriteItem failed",
+                    extra={
+                        "error": describe_error(exc),
+                        "error_code": _error_code(exc),
+                        "deletes": len(pending),
+                    },
                 )
                 unprocessed = pending
             self.result.deleted += len(pending) - len(unprocessed)
@@ -778,6 +803,24 @@ class Publication:
             if self.time_left is not None and self.time_left() - delay < _DELETE_FLOOR_SECONDS:
                 break  # never past the timeout for a delete: the sweeper redoes it
             self.sleep(delay)
+        self._leave_over(pending)
+
+    def _delete_unsendable(self, pending: list[dict[str, Any]], exc: Exception) -> None:
+        logger.warning(
+            "BatchWriteItem request can never be sent; its keys are deleted one by one",
+            extra={
+                "error": describe_error(exc),
+                "error_code": _error_code(exc),
+                "deletes": len(pending),
+            },
+        )
+        if len(pending) == 1:
+            self._leave_over(pending)
+            return
+        for request in pending:
+            self._delete_chunk([request["DeleteRequest"]["Key"]])
+
+    def _leave_over(self, pending: list[dict[str, Any]]) -> None:
         self.result.delete_leftovers += len(pending)
         logger.warning(
             "published outbox items left undeleted; the sweeper will publish them again",

@@ -1,0 +1,143 @@
+"""A request that can never be sent costs only the entry or key at fault.
+
+The handlers' clients skip botocore's parameter validation
+(``publishing.table_client``, ``sinks.sink_client``), so a malformed request
+no longer fails as a local ``ParamValidationError``: botocore's serializer
+raises whatever it happens to (a ``KeyError`` for a key member no attribute
+type has), or AWS refuses the whole call. Either way, nothing else is lost or
+held back: a delete chunk is split and only its bad key is left over for the
+sweeper, and the batch succeeds.
+
+The clients here are real botocore clients without validation; their HTTP
+answers are canned at ``before-send``, so the serializer runs for real.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+
+from dynamodb_outbox.publisher import publish_stream_batch
+from dynamodb_outbox.publishing import PublishDependencies, table_client
+from dynamodb_outbox.sinks import EventBridgeSink, sink_client
+from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
+from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
+
+
+@pytest.fixture(autouse=True)
+def aws_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+
+
+class _Body:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self.data
+
+
+def _answer(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+    def respond(request: AWSPreparedRequest) -> AWSResponse:
+        return AWSResponse(request.url, status, headers or {}, _Body(json.dumps(body).encode()))
+
+    return respond
+
+
+class CannedTable:
+    """Answers a table client's requests; records the keys each delete asked for.
+
+    A request holding a key in ``refused`` is refused whole (DynamoDB's
+    ``ValidationException``), as DynamoDB does with a key that fits no item.
+    """
+
+    def __init__(self, refused: frozenset[str] = frozenset()) -> None:
+        self.refused = refused
+        self.deleted: list[str] = []
+
+    def __call__(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse:
+        body = json.loads(request.body or b"{}")
+        for requests in body.get("RequestItems", {}).values():
+            keys = [r["DeleteRequest"]["Key"]["SK"]["S"] for r in requests]
+            if self.refused.intersection(keys):
+                error = {
+                    "__type": "com.amazonaws.dynamodb.v20120810#ValidationException",
+                    "message": "The provided key element does not match the schema",
+                }
+                return _answer(400, error)(request)
+            self.deleted.extend(keys)
+        answer: Callable[[AWSPreparedRequest], AWSResponse] = _answer(200, {"UnprocessedItems": {}})
+        return answer(request)
+
+
+def _accept_every_event(request: AWSPreparedRequest, **_: Any) -> AWSResponse:
+    entries = json.loads(request.body or b"{}")["Entries"]
+    answer = {"FailedEntryCount": 0, "Entries": [{"EventId": "e"} for _ in entries]}
+    return _answer(200, answer)(request)
+
+
+def test_a_delete_key_the_serializer_cannot_take_is_the_only_one_left_over() -> None:
+    # GIVEN the handlers' table client (no validation) and three published
+    # events, the second with a key member no DynamoDB attribute type has
+    table, events = table_client(), sink_client("events")
+    canned = CannedTable()
+    table.meta.events.register("before-send", canned)
+    events.meta.events.register("before-send", _accept_every_event)
+    seq = sequence_numbers()
+    records = [outbox_stream_record(make_envelope(), "ORDER#1", next(seq)) for _ in range(3)]
+    records[1]["dynamodb"]["Keys"]["PK"] = {"X": "ORDER#1"}
+    good = [records[i]["dynamodb"]["Keys"]["SK"]["S"] for i in (0, 2)]
+
+    # WHEN the publisher handles the batch
+    result = publish_stream_batch(
+        records,  # type: ignore[arg-type]
+        PublishDependencies(
+            EventBridgeSink(events, "bus"), "orders", table, table_keys=DEFAULT_TABLE_KEYS
+        ),
+    )
+
+    # THEN the batch succeeds, its neighbours are deleted, and only the bad key
+    # is left over (for the sweeper: a duplicate later, never a loss)
+    assert result.response() == {"batchItemFailures": []}
+    assert result.published == 3
+    assert result.deleted == 2
+    assert result.delete_leftovers == 1
+    assert sorted(canned.deleted) == sorted(good)
+
+
+def test_a_delete_dynamodb_refuses_is_split_and_only_the_refused_key_left_over() -> None:
+    # GIVEN 30 published events (two delete chunks), DynamoDB refusing any
+    # request that holds the 5th key (a ValidationException for the whole call)
+    table, events = table_client(), sink_client("events")
+    seq = sequence_numbers()
+    records = [outbox_stream_record(make_envelope(), "ORDER#1", next(seq)) for _ in range(30)]
+    keys = [record["dynamodb"]["Keys"]["SK"]["S"] for record in records]
+    canned = CannedTable(refused=frozenset({keys[4]}))
+    table.meta.events.register("before-send", canned)
+    events.meta.events.register("before-send", _accept_every_event)
+
+    # WHEN the publisher handles the batch
+    result = publish_stream_batch(
+        records,  # type: ignore[arg-type]
+        PublishDependencies(
+            EventBridgeSink(events, "bus"), "orders", table, table_keys=DEFAULT_TABLE_KEYS
+        ),
+    )
+
+    # THEN the refused request is not retried as it was, but split: every other
+    # key of its chunk is deleted, and only the refused one is left over
+    assert result.response() == {"batchItemFailures": []}
+    assert (result.published, result.deleted, result.delete_leftovers) == (30, 29, 1)
+    assert sorted(canned.deleted) == sorted(keys[:4] + keys[5:])
