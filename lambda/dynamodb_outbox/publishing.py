@@ -103,6 +103,16 @@ DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-publisher"
 # Raised by botocore while it builds a request from our parameters, before
 # anything is sent: the entries are at fault, not AWS.
 _REQUEST_BUILD_ERRORS: Final = (ParamValidationError, BotocoreValidationError)
+# The codes with which AWS refuses a whole sink call as malformed (the service
+# models: PutEvents' ValidationException; PublishBatch's InvalidParameter,
+# ParameterValueInvalid and ValidationException, with InvalidParameterValue as
+# SNS's documentation spells it). The handlers' sink clients skip botocore's
+# validation, so an entry a sink rule lets through by mistake is refused here
+# rather than by ParamValidationError: both are isolated alike, the call split
+# until the entry AWS refuses is alone and quarantined, its neighbours published.
+_REFUSED_CALL_CODES: Final = frozenset(
+    {"ValidationException", "InvalidParameter", "ParameterValueInvalid", "InvalidParameterValue"}
+)
 
 
 class RetryPolicy(NamedTuple):
@@ -667,7 +677,9 @@ class Publication:
         try:
             return self.sink.send([plan.event for plan in plans])
         except (ClientError, BotoCoreError, SinkError) as exc:
-            if isinstance(exc, _REQUEST_BUILD_ERRORS):
+            if isinstance(exc, _REQUEST_BUILD_ERRORS) or (
+                isinstance(exc, ClientError) and _error_code(exc) in _REFUSED_CALL_CODES
+            ):
                 return self._isolate(plans, exc)
             # AWS could not be reached or refused the call: whether any entry got
             # through is unknown, none is deleted, and the first one is where
@@ -684,19 +696,29 @@ class Publication:
             return self._isolate(plans, exc)
 
     def _isolate(self, plans: list[_Publish], exc: Exception) -> list[EntryResult]:
-        """The request could not be built (nothing was sent): find the entry at fault.
+        """The request could not be built, or AWS refused it whole as malformed
+        (nothing was published): find the entry at fault.
 
-        Each entry is sent on its own; one that still cannot be built is poison
-        (its rules missed something), and its neighbours go out.
+        Each entry is sent on its own; one that still cannot be built, or that
+        AWS still refuses, is poison (its rules missed something), and its
+        neighbours go out.
         """
         if len(plans) == 1:
+            if isinstance(exc, ClientError):
+                message = exc.response.get("Error", {}).get("Message") or str(exc)
+                return [
+                    EntryResult(
+                        error_code=_error_code(exc), error_message=str(message), retryable=False
+                    )
+                ]
             return [
                 EntryResult(
                     error_code=_UNBUILDABLE, error_message=describe_error(exc), retryable=False
                 )
             ]
         logger.warning(
-            "a request could not be built; sending its entries one by one",
+            "a request could not be built or was refused as malformed; "
+            "sending its entries one by one",
             extra={"error": describe_error(exc), "entries": len(plans)},
         )
         return [result for plan in plans for result in self._send([plan])]

@@ -20,10 +20,11 @@ from typing import Any
 
 import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.exceptions import ClientError
 
 from dynamodb_outbox.publisher import publish_stream_batch
 from dynamodb_outbox.publishing import PublishDependencies, table_client
-from dynamodb_outbox.sinks import EventBridgeSink, sink_client
+from dynamodb_outbox.sinks import EventBridgeSink, SnsSink, sink_client
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from tests.factories import make_envelope, outbox_stream_record, sequence_numbers
 
@@ -141,3 +142,94 @@ def test_a_delete_dynamodb_refuses_is_split_and_only_the_refused_key_left_over()
     assert result.response() == {"batchItemFailures": []}
     assert (result.published, result.deleted, result.delete_leftovers) == (30, 29, 1)
     assert sorted(canned.deleted) == sorted(keys[:4] + keys[5:])
+
+
+# ------------------------------------------------------------ calls AWS refuses
+
+REFUSE_ME = "refuse-me"
+TOPIC = "arn:aws:sns:eu-west-1:123456789012:orders"
+
+
+class RefusingEvents:
+    """PutEvents refusing, as a whole, any call that holds an entry marked REFUSE_ME."""
+
+    def __init__(self) -> None:
+        self.published: list[str] = []
+
+    def put_events(self, *, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        ids = [json.loads(entry["Detail"])["id"] for entry in Entries]
+        if any(REFUSE_ME in entry["Detail"] for entry in Entries):
+            raise ClientError(
+                {"Error": {"Code": "ValidationException", "Message": "1 validation error"}},
+                "PutEvents",
+            )
+        self.published.extend(ids)
+        return {"FailedEntryCount": 0, "Entries": [{"EventId": i} for i in ids]}
+
+
+class RefusingTopic:
+    """PublishBatch refusing, as a whole, any call that holds a message marked REFUSE_ME."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        self.published: list[str] = []
+
+    def publish_batch(self, *, TopicArn: str, PublishBatchRequestEntries: list[Any]) -> Any:
+        entries = PublishBatchRequestEntries
+        if any(REFUSE_ME in entry["Message"] for entry in entries):
+            raise ClientError(
+                {"Error": {"Code": self.code, "Message": "Invalid parameter"}}, "PublishBatch"
+            )
+        self.published.extend(json.loads(entry["Message"])["id"] for entry in entries)
+        return {"Successful": [{"Id": entry["Id"]} for entry in entries], "Failed": []}
+
+
+class QuarantiningTable:
+    def __init__(self) -> None:
+        self.quarantined: list[tuple[str, str]] = []
+
+    def update_item(self, **kwargs: Any) -> dict[str, Any]:
+        reason = kwargs["ExpressionAttributeValues"][":reason"]["S"]
+        self.quarantined.append((kwargs["Key"]["SK"]["S"], reason))
+        return {}
+
+    def batch_write_item(self, **kwargs: Any) -> dict[str, Any]:
+        return {"UnprocessedItems": {}}
+
+
+def _refused_sinks() -> Iterator[tuple[str, Any, Any]]:
+    events = RefusingEvents()
+    yield "ValidationException", EventBridgeSink(events, "bus"), events
+    for code in ("InvalidParameter", "ParameterValueInvalid", "ValidationException"):
+        topic = RefusingTopic(code)
+        yield code, SnsSink(topic, TOPIC), topic
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_a_call_aws_refuses_as_malformed_quarantines_only_the_entry_at_fault(case: int) -> None:
+    # GIVEN 10 events, the 4th one AWS refuses (the call as a whole) though the
+    # sink's rules let it through
+    code, sink, client = list(_refused_sinks())[case]
+    seq = sequence_numbers()
+    envelopes = [make_envelope(data={"n": n}) for n in range(10)]
+    envelopes[3] = make_envelope(data={"note": REFUSE_ME})
+    records = [outbox_stream_record(e, "ORDER#1", next(seq)) for e in envelopes]
+    table = QuarantiningTable()
+
+    # WHEN the publisher handles the batch
+    result = publish_stream_batch(
+        records,  # type: ignore[arg-type]
+        PublishDependencies(
+            sink,
+            "orders",
+            table,  # type: ignore[arg-type]
+            table_keys=DEFAULT_TABLE_KEYS,
+        ),
+    )
+
+    # THEN the batch succeeds: the neighbours are published, the refused entry
+    # alone is quarantined with AWS's code in its reason, nothing checkpointed
+    assert result.response() == {"batchItemFailures": []}
+    assert sorted(client.published) == sorted(e.id for i, e in enumerate(envelopes) if i != 3)
+    assert [sk for sk, _ in table.quarantined] == [f"OUTBOX#{envelopes[3].id}"]
+    assert code in table.quarantined[0][1]
