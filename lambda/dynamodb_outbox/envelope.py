@@ -244,11 +244,15 @@ class Envelope:
         if fields is None:  # something is wrong, or unusual: the constructor's checks say
             fields = _fields_of(data)
             vars(envelope).update(fields, _json=text)
+            # Before the fields' checks, as ever: an envelope with both faults
+            # is quarantined for its extension name on either path.
+            if not data.keys() <= _KNOWN_NAMES:
+                _check_extension_names(data)
             _validate_fields(envelope)
         else:
             vars(envelope).update(fields, _json=text)
-        if not data.keys() <= _KNOWN_NAMES:
-            _check_extension_names(data)  # sent too: consumers read the body's members
+            if not data.keys() <= _KNOWN_NAMES:
+                _check_extension_names(data)  # sent too: consumers read the body's members
         # The text's own nesting, not the data's: all of it is sent (an unknown
         # extension, the value of a duplicate key the parse dropped).
         if text.count("{") + text.count("[") > MAX_NESTING_DEPTH:
