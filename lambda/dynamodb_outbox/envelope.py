@@ -316,8 +316,10 @@ def _check_extension_names(data: Mapping[str, Any]) -> None:
     (``replay-name``, ``Type``/``Message``, ``detail-type``/``detail``): a member
     by such a name would make it refuse the event, or read another one inside.
     """
-    for name in data.keys() - _KNOWN_NAMES:
-        if not _attribute_name().fullmatch(name):
+    # In the text's order, not a set's (whose order changes with each process's
+    # string hashing): the reason names the first bad member, every time.
+    for name in data:
+        if name not in _KNOWN_NAMES and not _attribute_name().fullmatch(name):
             raise InvalidEnvelope(
                 f"envelope member {name[:40]!r} is not a CloudEvents attribute name "
                 "(lower-case ASCII letters and digits): consumers could misread the event"

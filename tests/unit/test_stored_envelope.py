@@ -204,3 +204,14 @@ def test_an_extension_name_is_told_before_the_fields_as_before_the_hot_path(
     # one-pass read (CHANGELOG: the same checks, the same reasons)
     with pytest.raises(InvalidEnvelope, match="'Upper' is not a CloudEvents attribute name"):
         Envelope.from_stored_json(text)
+
+
+def test_the_reason_names_the_first_bad_member_in_the_text() -> None:
+    # GIVEN a stored envelope with 20 members that are no attribute names
+    bad = {f"Bad{n:02d}": n for n in range(20)}
+    text = json.dumps({**stored(), **bad})
+
+    # THEN the reason names the first of them, whatever the process's string
+    # hashing (a set's order would name any of them)
+    with pytest.raises(InvalidEnvelope, match="'Bad00' is not a CloudEvents"):
+        Envelope.from_stored_json(text)
