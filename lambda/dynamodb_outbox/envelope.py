@@ -244,11 +244,15 @@ class Envelope:
         if fields is None:  # something is wrong, or unusual: the constructor's checks say
             fields = _fields_of(data)
             vars(envelope).update(fields, _json=text)
+            # Before the fields' checks, as ever: an envelope with both faults
+            # is quarantined for its extension name on either path.
+            if not data.keys() <= _KNOWN_NAMES:
+                _check_extension_names(data)
             _validate_fields(envelope)
         else:
             vars(envelope).update(fields, _json=text)
-        if not data.keys() <= _KNOWN_NAMES:
-            _check_extension_names(data)  # sent too: consumers read the body's members
+            if not data.keys() <= _KNOWN_NAMES:
+                _check_extension_names(data)  # sent too: consumers read the body's members
         # The text's own nesting, not the data's: all of it is sent (an unknown
         # extension, the value of a duplicate key the parse dropped).
         if text.count("{") + text.count("[") > MAX_NESTING_DEPTH:
@@ -312,8 +316,10 @@ def _check_extension_names(data: Mapping[str, Any]) -> None:
     (``replay-name``, ``Type``/``Message``, ``detail-type``/``detail``): a member
     by such a name would make it refuse the event, or read another one inside.
     """
-    for name in data.keys() - _KNOWN_NAMES:
-        if not _attribute_name().fullmatch(name):
+    # In the text's order, not a set's (whose order changes with each process's
+    # string hashing): the reason names the first bad member, every time.
+    for name in data:
+        if name not in _KNOWN_NAMES and not _attribute_name().fullmatch(name):
             raise InvalidEnvelope(
                 f"envelope member {name[:40]!r} is not a CloudEvents attribute name "
                 "(lower-case ASCII letters and digits): consumers could misread the event"

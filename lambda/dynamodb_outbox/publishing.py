@@ -103,6 +103,16 @@ DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-publisher"
 # Raised by botocore while it builds a request from our parameters, before
 # anything is sent: the entries are at fault, not AWS.
 _REQUEST_BUILD_ERRORS: Final = (ParamValidationError, BotocoreValidationError)
+# The codes with which AWS refuses a whole sink call as malformed (the service
+# models: PutEvents' ValidationException; PublishBatch's InvalidParameter,
+# ParameterValueInvalid and ValidationException, with InvalidParameterValue as
+# SNS's documentation spells it). The handlers' sink clients skip botocore's
+# validation, so an entry a sink rule lets through by mistake is refused here
+# rather than by ParamValidationError: both are isolated alike, the call split
+# until the entry AWS refuses is alone and quarantined, its neighbours published.
+_REFUSED_CALL_CODES: Final = frozenset(
+    {"ValidationException", "InvalidParameter", "ParameterValueInvalid", "InvalidParameterValue"}
+)
 
 
 class RetryPolicy(NamedTuple):
@@ -157,10 +167,13 @@ def table_client() -> DynamoDBClient:
     to the table is built here from fixed expressions and from keys and items
     DynamoDB itself returned (a stream record's keys, an index page, a read
     back), and the functional tests send each kind through validating clients.
-    A request that were malformed anyway would be refused by DynamoDB
-    (``ValidationException``) instead of botocore (``ParamValidationError``),
-    and every path treats the two alike (a delete left over, a quarantine
-    marker that cannot be written, a failed read). Region and endpoint come
+    A request that were malformed anyway fails differently: DynamoDB refuses
+    it (``ValidationException``), or botocore's serializer raises what it
+    happens to (a ``KeyError`` for a key member no attribute type has, a
+    ``TypeError``), instead of botocore's ``ParamValidationError``. Every path
+    treats them alike: a delete request is split and only its key at fault is
+    left over for the sweeper; a quarantine marker that cannot be written
+    leaves the item pending for an operator; a failed read fails the run. Region and endpoint come
     from the environment. The sinks' clients: :func:`~dynamodb_outbox.sinks.sink_client`.
     """
     import boto3
@@ -386,6 +399,17 @@ def describe_error(exc: BaseException) -> str:
 
 
 # ----------------------------------------------------------------------- the core
+
+
+def _never_sendable(exc: Exception) -> bool:
+    """Whether a request failed in a way no retry of it can change.
+
+    Not built (botocore's validation, or with it off a serializer's KeyError or
+    TypeError on a member no type has), or refused by AWS as malformed.
+    """
+    if isinstance(exc, ClientError):
+        return _error_code(exc) == "ValidationException"
+    return isinstance(exc, _REQUEST_BUILD_ERRORS) or not isinstance(exc, BotoCoreError)
 
 
 def _error_code(exc: Exception) -> str:
@@ -653,7 +677,9 @@ class Publication:
         try:
             return self.sink.send([plan.event for plan in plans])
         except (ClientError, BotoCoreError, SinkError) as exc:
-            if isinstance(exc, _REQUEST_BUILD_ERRORS):
+            if isinstance(exc, _REQUEST_BUILD_ERRORS) or (
+                isinstance(exc, ClientError) and _error_code(exc) in _REFUSED_CALL_CODES
+            ):
                 return self._isolate(plans, exc)
             # AWS could not be reached or refused the call: whether any entry got
             # through is unknown, none is deleted, and the first one is where
@@ -670,19 +696,29 @@ class Publication:
             return self._isolate(plans, exc)
 
     def _isolate(self, plans: list[_Publish], exc: Exception) -> list[EntryResult]:
-        """The request could not be built (nothing was sent): find the entry at fault.
+        """The request could not be built, or AWS refused it whole as malformed
+        (nothing was published): find the entry at fault.
 
-        Each entry is sent on its own; one that still cannot be built is poison
-        (its rules missed something), and its neighbours go out.
+        Each entry is sent on its own; one that still cannot be built, or that
+        AWS still refuses, is poison (its rules missed something), and its
+        neighbours go out.
         """
         if len(plans) == 1:
+            if isinstance(exc, ClientError):
+                message = exc.response.get("Error", {}).get("Message") or str(exc)
+                return [
+                    EntryResult(
+                        error_code=_error_code(exc), error_message=str(message), retryable=False
+                    )
+                ]
             return [
                 EntryResult(
                     error_code=_UNBUILDABLE, error_message=describe_error(exc), retryable=False
                 )
             ]
         logger.warning(
-            "a request could not be built; sending its entries one by one",
+            "a request could not be built or was refused as malformed; "
+            "sending its entries one by one",
             extra={"error": describe_error(exc), "entries": len(plans)},
         )
         return [result for plan in plans for result in self._send([plan])]
@@ -758,11 +794,22 @@ class Publication:
             try:
                 response = self.dynamodb.batch_write_item(RequestItems={self.table_name: pending})
                 unprocessed = list(response.get("UnprocessedItems", {}).get(self.table_name, []))
-            except (ClientError, BotoCoreError) as exc:
+            except Exception as exc:
+                if _never_sendable(exc):
+                    # The request can never go (a key botocore cannot serialise, or
+                    # one DynamoDB refuses): retrying it is pointless. Each key is
+                    # deleted on its own, so only the key at fault is left over.
+                    self._delete_unsendable(pending, exc)
+                    return
                 # Same as "nothing processed": retried within the same budget, and
                 # never a batch failure (the events are already out).
                 logger.warning(
-                    "BatchWriteItem failed", extra={"error": str(exc), "deletes": len(pending)}
+                    "BatchWriteItem failed",
+                    extra={
+                        "error": describe_error(exc),
+                        "error_code": _error_code(exc),
+                        "deletes": len(pending),
+                    },
                 )
                 unprocessed = pending
             self.result.deleted += len(pending) - len(unprocessed)
@@ -778,6 +825,24 @@ class Publication:
             if self.time_left is not None and self.time_left() - delay < _DELETE_FLOOR_SECONDS:
                 break  # never past the timeout for a delete: the sweeper redoes it
             self.sleep(delay)
+        self._leave_over(pending)
+
+    def _delete_unsendable(self, pending: list[dict[str, Any]], exc: Exception) -> None:
+        logger.warning(
+            "BatchWriteItem request can never be sent; its keys are deleted one by one",
+            extra={
+                "error": describe_error(exc),
+                "error_code": _error_code(exc),
+                "deletes": len(pending),
+            },
+        )
+        if len(pending) == 1:
+            self._leave_over(pending)
+            return
+        for request in pending:
+            self._delete_chunk([request["DeleteRequest"]["Key"]])
+
+    def _leave_over(self, pending: list[dict[str, Any]]) -> None:
         self.result.delete_leftovers += len(pending)
         logger.warning(
             "published outbox items left undeleted; the sweeper will publish them again",

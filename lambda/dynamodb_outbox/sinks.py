@@ -499,17 +499,44 @@ def _time_bytes(event: OutboundEvent) -> int:
     return PUT_EVENTS_TIME_BYTES if event.time >= _EPOCH else 0
 
 
-@functools.lru_cache(maxsize=1024)
+# The heads of a source and type are kept for at most this many pairs, and only
+# for strings no longer than PutEvents takes (DetailType 128, Source 256): a
+# writer may store a type of hundreds of KB, refused at the sink, and a cache
+# keyed by it would keep every one alive across warm invocations (1,100 types of
+# 120 KB held 123 MB of a 256 MB publisher). Longer strings are worked out each
+# time: a refused event costs that once.
+_HEAD_CACHE_PAIRS: Final = 1024
+_HEAD_CACHE_MAX_SOURCE: Final = PUT_EVENTS_MAX_SOURCE_LENGTH
+_HEAD_CACHE_MAX_TYPE: Final = PUT_EVENTS_MAX_DETAIL_TYPE_LENGTH
+
+
+def _cacheable(source: str, event_type: str) -> bool:
+    # len() counts code points, never more than UTF-16 units or UTF-8 bytes.
+    return len(source) <= _HEAD_CACHE_MAX_SOURCE and len(event_type) <= _HEAD_CACHE_MAX_TYPE
+
+
 def _eventbridge_head(source: str, detail_type: str) -> tuple[int, int, str | None]:
     """What a source and type add to an entry and to its delivery, and why PutEvents refuses them.
 
-    The same for every event of that source and type: worked out once per pair.
+    The same for every event of that source and type: worked out once per pair
+    (when both are short enough to be kept, see ``_HEAD_CACHE_PAIRS``).
     """
+    if _cacheable(source, detail_type):
+        return _cached_eventbridge_head(source, detail_type)
+    return _work_out_eventbridge_head(source, detail_type)
+
+
+def _work_out_eventbridge_head(source: str, detail_type: str) -> tuple[int, int, str | None]:
     return (
         put_events_entry_size(source=source, detail_type=detail_type, detail="", has_time=False),
         eventbridge_delivery_bytes(source=source, detail_type=detail_type, detail=""),
         _eventbridge_fields_refusal(source, detail_type),
     )
+
+
+_cached_eventbridge_head = functools.lru_cache(maxsize=_HEAD_CACHE_PAIRS)(
+    _work_out_eventbridge_head
+)
 
 
 def _eventbridge_fields_refusal(source: str, detail_type: str) -> str | None:
@@ -624,14 +651,22 @@ def _sns_delivered(body: str, raw_head: int, notification_head: int) -> int:
 _EMPTY_JSON_STRING: Final = len('""')
 
 
-@functools.lru_cache(maxsize=1024)
 def _sns_head(source: str, event_type: str, fifo: bool) -> tuple[int, int, int, str | None]:
     """What a source and type add to a message, its raw and notified forms, and their refusal.
 
     The same for every event of that source and type (``sns_entry_size``,
     ``sizes.sqs_message_bytes`` and ``sizes.sns_notification_bytes`` of an
-    empty message): worked out once per pair.
+    empty message): worked out once per pair (when both are short enough to be
+    kept: the same bounds as EventBridge's, see ``_HEAD_CACHE_PAIRS``).
     """
+    if _cacheable(source, event_type):
+        return _cached_sns_head(source, event_type, fifo)
+    return _work_out_sns_head(source, event_type, fifo)
+
+
+def _work_out_sns_head(
+    source: str, event_type: str, fifo: bool
+) -> tuple[int, int, int, str | None]:
     attributes = _sns_attribute_values(event_type, source)
     pairs = {name: (value["DataType"], value["StringValue"]) for name, value in attributes.items()}
     refusal = None
@@ -649,6 +684,9 @@ def _sns_head(source: str, event_type: str, fifo: bool) -> tuple[int, int, int, 
         sns_notification_bytes("", pairs, fifo=fifo),
         refusal,
     )
+
+
+_cached_sns_head = functools.lru_cache(maxsize=_HEAD_CACHE_PAIRS)(_work_out_sns_head)
 
 
 EVENTBRIDGE_RULES: Final = EventBridgeRules()

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -115,14 +117,37 @@ def test_check_says_what_the_three_questions_say(publish_to: str) -> None:
 def test_checks_of_a_source_and_type_are_made_once_per_pair() -> None:
     # GIVEN 100 events of one source and type, never seen before
     events = [_event(source="once.per.pair", data={"n": n}) for n in range(100)]
-    misses = sinks._eventbridge_head.cache_info().misses
+    misses = sinks._cached_eventbridge_head.cache_info().misses
 
     # WHEN the EventBridge rules check them all
     for event in events:
         rules_for("eventbridge").check(event)
 
     # THEN the pair's sizes and refusal were worked out once
-    assert sinks._eventbridge_head.cache_info().misses == misses + 1
+    assert sinks._cached_eventbridge_head.cache_info().misses == misses + 1
+
+
+@pytest.mark.parametrize("publish_to", sorted(ALL_RULES))
+def test_long_sources_and_types_are_not_kept_across_events(publish_to: str) -> None:
+    # GIVEN 40 events whose types are 120,000 characters, each type different
+    # (a writer may store them; PutEvents refuses them, SNS takes them)
+    rules = ALL_RULES[publish_to]
+    long_types = 40
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        # WHEN the rules check each, and the events are dropped
+        for n in range(long_types):
+            rules.check(_event(type=f"T{n}" + "x" * 120_000))
+            rules.check(_event(source=f"s{n}" + "s" * 120_000))
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+    # THEN none of them is kept (a cache of every pair would hold ~10 MB)
+    assert retained < 1_000_000, retained
 
 
 # ------------------------------------------------------------- botocore validation

@@ -187,3 +187,31 @@ def test_delete_identity_is_the_same_for_equal_keys_in_any_order() -> None:
     assert _identity(one) == _identity(same)
     assert len({_identity(k) for k in (one, same, other, number)}) == 3
     assert _identity({"PK": {"L": [1]}, "SK": {"S": "x"}}) is not None  # unhashable: still keyed
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [{"source": 626}, {"id": "not-a-ulid"}, {"time": "yesterday"}, {"subject": ""}],
+)
+def test_an_extension_name_is_told_before_the_fields_as_before_the_hot_path(
+    fault: dict[str, Any],
+) -> None:
+    # GIVEN a stored envelope with a field at fault and a member that is no
+    # CloudEvents attribute name
+    text = json.dumps({**stored(), **fault, "Upper": "x"})
+
+    # THEN the quarantine reason is the member's, as it was before issue 28's
+    # one-pass read (CHANGELOG: the same checks, the same reasons)
+    with pytest.raises(InvalidEnvelope, match="'Upper' is not a CloudEvents attribute name"):
+        Envelope.from_stored_json(text)
+
+
+def test_the_reason_names_the_first_bad_member_in_the_text() -> None:
+    # GIVEN a stored envelope with 20 members that are no attribute names
+    bad = {f"Bad{n:02d}": n for n in range(20)}
+    text = json.dumps({**stored(), **bad})
+
+    # THEN the reason names the first of them, whatever the process's string
+    # hashing (a set's order would name any of them)
+    with pytest.raises(InvalidEnvelope, match="'Bad00' is not a CloudEvents"):
+        Envelope.from_stored_json(text)
