@@ -360,7 +360,10 @@ def sink_from_environment(
     publish_to = publish_to_from_environment(environ)
     if publish_to == PUBLISH_TO_EVENTBRIDGE:
         bus = required_env(ENV_EVENT_BUS_NAME, environ)
-        return EventBridgeSink(make_client("events"), bus)
+        try:
+            return EventBridgeSink(make_client("events"), bus)
+        except ValueError as exc:
+            raise ConfigurationError(f"environment variable {ENV_EVENT_BUS_NAME}: {exc}") from None
     try:
         topic = parse_topic_arn(required_env(ENV_TOPIC_ARN, environ))
     except ValueError as exc:

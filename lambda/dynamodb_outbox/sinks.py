@@ -727,6 +727,19 @@ class Sink(Protocol):
         ...
 
 
+# PutEventsRequestEntry.EventBusName in botocore's model of PutEvents.
+_EVENT_BUS_NAME_MAX_LENGTH = 1600
+
+
+@functools.cache
+def _event_bus_name_pattern() -> re.Pattern[str]:
+    return re.compile(
+        rf"(?=.{{1,{_EVENT_BUS_NAME_MAX_LENGTH}}}\Z)"
+        r"(arn:aws[\w-]*:events:[a-z]+-[a-z]+-[\w-]+:[0-9]{12}:event-bus/)?[.\-_A-Za-z0-9]+",
+        re.DOTALL,
+    )
+
+
 class EventBridgeSink:
     """``PutEvents`` on one bus (name or ARN); an event's trace becomes its ``TraceHeader``."""
 
@@ -738,8 +751,14 @@ class EventBridgeSink:
         max_request_bytes: int = PUT_EVENTS_MAX_REQUEST_BYTES,
         max_delivery_bytes: int = QUEUE_DELIVERY_BUDGET_BYTES,
     ) -> None:
-        if not event_bus_name:
-            raise ValueError("the event bus name (or ARN) must be a non-empty string")
+        if not _event_bus_name_pattern().fullmatch(event_bus_name):
+            # Checked here because the sink's client sends without botocore's
+            # validation, and AWS refusing the name would quarantine every event.
+            raise ValueError(
+                f"the event bus name (or ARN) {event_bus_name!r} is not one PutEvents accepts"
+                " (a name of letters, digits, '.', '-' and '_', or an event bus ARN,"
+                f" at most {_EVENT_BUS_NAME_MAX_LENGTH} characters)"
+            )
         self._client = client
         self.event_bus_name = event_bus_name
         self.rules: SinkRules = EventBridgeRules(
