@@ -103,6 +103,9 @@ DEFAULT_SERVICE_NAME: Final = "dynamodb-outbox-publisher"
 # Raised by botocore while it builds a request from our parameters, before
 # anything is sent: the entries are at fault, not AWS.
 _REQUEST_BUILD_ERRORS: Final = (ParamValidationError, BotocoreValidationError)
+# What botocore's serializer raises, with validation off, on a request no model
+# shape fits (a key member no attribute type has: KeyError).
+_SERIALIZER_ERRORS: Final = (KeyError, TypeError, ValueError, AttributeError)
 # The codes with which AWS refuses a whole sink call as malformed (the service
 # models: PutEvents' ValidationException; PublishBatch's InvalidParameter,
 # ParameterValueInvalid and ValidationException, with InvalidParameterValue as
@@ -404,12 +407,15 @@ def describe_error(exc: BaseException) -> str:
 def _never_sendable(exc: Exception) -> bool:
     """Whether a request failed in a way no retry of it can change.
 
-    Not built (botocore's validation, or with it off a serializer's KeyError or
-    TypeError on a member no type has), or refused by AWS as malformed.
+    Not built (botocore's validation, or with it off the serializer's KeyError,
+    TypeError, ValueError or AttributeError on a member no type has), or refused
+    by AWS as malformed. Any other exception is not the request's fault (a
+    process dying mid-call, a bug): it propagates and fails the invocation, so
+    the batch is retried, as before the client skipped validation.
     """
     if isinstance(exc, ClientError):
         return _error_code(exc) == "ValidationException"
-    return isinstance(exc, _REQUEST_BUILD_ERRORS) or not isinstance(exc, BotoCoreError)
+    return isinstance(exc, _REQUEST_BUILD_ERRORS + _SERIALIZER_ERRORS)
 
 
 def _error_code(exc: Exception) -> str:
@@ -801,6 +807,8 @@ class Publication:
                     # deleted on its own, so only the key at fault is left over.
                     self._delete_unsendable(pending, exc)
                     return
+                if not isinstance(exc, ClientError | BotoCoreError):
+                    raise  # not the request's fault: the invocation fails, the batch is retried
                 # Same as "nothing processed": retried within the same budget, and
                 # never a batch failure (the events are already out).
                 logger.warning(

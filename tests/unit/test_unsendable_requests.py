@@ -118,6 +118,35 @@ def test_a_delete_key_the_serializer_cannot_take_is_the_only_one_left_over() -> 
     assert sorted(canned.deleted) == sorted(good)
 
 
+class ProcessDied(Exception):
+    """Not the request's fault: what a crash injected into the delete looks like."""
+
+
+def test_an_exception_that_is_not_the_requests_fault_fails_the_invocation() -> None:
+    # GIVEN the handlers' clients, and a delete that raises something neither
+    # botocore nor its serializer raise (the process dying mid-call, a bug)
+    table, events = table_client(), sink_client("events")
+
+    def die(request: AWSPreparedRequest, **_: Any) -> AWSResponse:
+        raise ProcessDied("injected")
+
+    table.meta.events.register("before-send", die)
+    events.meta.events.register("before-send", _accept_every_event)
+    seq = sequence_numbers()
+    records = [outbox_stream_record(make_envelope(), "ORDER#1", next(seq)) for _ in range(3)]
+
+    # WHEN the publisher handles the batch, THEN the invocation fails (the batch
+    # is retried, its events published again and absorbed by idempotency): the
+    # keys are neither split one by one nor quietly left over as unsendable
+    with pytest.raises(ProcessDied):
+        publish_stream_batch(
+            records,  # type: ignore[arg-type]
+            PublishDependencies(
+                EventBridgeSink(events, "bus"), "orders", table, table_keys=DEFAULT_TABLE_KEYS
+            ),
+        )
+
+
 def test_a_delete_dynamodb_refuses_is_split_and_only_the_refused_key_left_over() -> None:
     # GIVEN 30 published events (two delete chunks), DynamoDB refusing any
     # request that holds the 5th key (a ValidationException for the whole call)
