@@ -357,7 +357,7 @@ run "events_cross_regions_bus_to_bus_behind_an_explicit_input" {
   }
 
   assert {
-    condition     = aws_cloudwatch_event_target.forward["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"].arn == "arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox" && aws_cloudwatch_event_target.forward["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"].dead_letter_config[0].arn == "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
+    condition     = aws_cloudwatch_event_target.forward["us-east-1"].arn == "arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox" && aws_cloudwatch_event_target.forward["us-east-1"].dead_letter_config[0].arn == "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
     error_message = "The other region's bus is the target; undeliverable events go to the bus DLQ."
   }
 
@@ -436,3 +436,24 @@ run "forwarding_takes_event_bus_arns_and_role_arns" {
 
   expect_failures = [var.multi_region]
 }
+
+# Review of issue 29 (live change): the forward targets were keyed by bus ARN
+# with target_id "to-<region>", so changing a region's bus deleted and created
+# the same target id in parallel, and the delete could remove the new target.
+# Keyed by region, a new bus for a region is an in-place update of its target
+# (the target's arn is updatable; rule, event_bus_name and target_id are not).
+run "a_regions_forward_target_is_keyed_by_region" {
+  command = plan
+
+  variables {
+    multi_region = {
+      forward_to_event_bus_arns = ["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox-2"]
+    }
+  }
+
+  assert {
+    condition     = keys(aws_cloudwatch_event_target.forward) == ["us-east-1"] && aws_cloudwatch_event_target.forward["us-east-1"].target_id == "to-us-east-1" && aws_cloudwatch_event_target.forward["us-east-1"].arn == "arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox-2"
+    error_message = "One forward target per region, keyed by the region: a changed bus ARN updates it in place."
+  }
+}
+
