@@ -30,7 +30,9 @@ variable "multi_region" {
     - `forward_to_event_bus_arns` (publish_to = "eventbridge"): consumers across regions. A rule on this
       region's bus forwards every event published here (its `region` is this region's) to these buses,
       the outbox buses of the other regions (cross-Region event bus targets), through a role of its own
-      (the `forwarder_role_arn` output); events it cannot deliver go to the bus DLQ.
+      (the `forwarder_role_arn` output); events it cannot deliver go to the bus DLQ. Needs the
+      module's own bus (event_bus.create = true): on another bus (`default` included) the module
+      writes no policy deciding who may put the events it would forward, and has no DLQ for them.
     - `receive_forwarded_from`: the other side, region => that region's `forwarder_role_arn`. The bus
       policy lets those roles put events here, and every consumer (`consumer_environment` too) accepts
       events from those regions (a forwarded event keeps its region). Idempotency stays per region:
@@ -190,6 +192,16 @@ resource "terraform_data" "multi_region" {
     precondition {
       condition     = length(local.forward_to_buses) + length(local.forwarded_from) == 0 || var.publish_to == "eventbridge"
       error_message = "multi_region.forward_to_event_bus_arns and multi_region.receive_forwarded_from need publish_to = \"eventbridge\": events cross regions from bus to bus (cross-Region event bus targets). With SNS, subscribe each region's consumers in every region."
+    }
+
+    # Trust and loss: on a bus the module does not create (the `default` bus, a
+    # shared one) it writes no bus policy, so anyone allowed events:PutEvents
+    # there would have events forwarded through the forwarder role and accepted
+    # by the other regions' consumers as this region's; and it creates no bus
+    # DLQ, so what the forward target cannot deliver in 24 hours would be lost.
+    precondition {
+      condition     = length(local.forward_to_buses) == 0 || local.create_event_bus
+      error_message = "multi_region.forward_to_event_bus_arns needs the module's own bus (event_bus.create = true); \"${local.event_bus_name}\" is not created here: the module writes no policy on it (anyone allowed events:PutEvents there would have events forwarded as this region's and accepted by the other regions' consumers) and gives it no DLQ (undeliverable forwards would be lost). docs/threat-model.md, \"Consumers across regions\"."
     }
 
     precondition {

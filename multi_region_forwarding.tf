@@ -114,6 +114,7 @@ resource "aws_cloudwatch_event_target" "forward" {
 
   # EventBridge retries for 24 hours (its defaults); what it still cannot
   # deliver lands in the bus DLQ, with the bus's own undeliverable events.
+  # Forwarding needs the module's bus, so that DLQ exists (terraform_data.multi_region).
   dynamic "dead_letter_config" {
     for_each = local.create_event_bus_dlq ? [1] : []
     content {

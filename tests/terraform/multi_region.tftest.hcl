@@ -457,3 +457,33 @@ run "a_regions_forward_target_is_keyed_by_region" {
   }
 }
 
+# Review of issue 29 (trust, loss): on a bus the module does not create (the
+# `default` bus, a shared one) the module writes no bus policy, so anyone with
+# events:PutEvents there would get events forwarded through the trusted role
+# and accepted by the other region's consumers; and no bus DLQ exists to catch
+# what the forward target cannot deliver. Forwarding needs the module's bus.
+run "forwarding_from_the_default_bus_is_refused" {
+  command = plan
+
+  variables {
+    event_bus = { create = false, name = "default" }
+    multi_region = {
+      forward_to_event_bus_arns = ["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"]
+    }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+run "forwarding_from_an_existing_bus_is_refused" {
+  command = plan
+
+  variables {
+    event_bus = { create = false, name = "shared" }
+    multi_region = {
+      forward_to_event_bus_arns = ["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"]
+    }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
