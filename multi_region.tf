@@ -21,7 +21,7 @@ variable "multi_region" {
       multi-region was turned on, or by a writer not configured for it). Exactly one region should: the
       one the table lived in before it became global.
     - `replica_kms_key_arns`: with kms_key_arn set, the customer managed key of each replica region.
-    - `adopted_regions`, `adopt_after_seconds` (default 3600): failover, behind an explicit input: this
+    - `adopted_regions`, `adopt_after_seconds` (default 3600, at most 86400): failover, behind an explicit input: this
       region's sweeper also publishes the pending items written in these regions once they are
       adopt_after_seconds old (at least sweeper.min_age_seconds). While those regions are up their own
       publisher and sweeper take their items within minutes, so the rule stays idle; when one is lost,
@@ -35,7 +35,9 @@ variable "multi_region" {
       writes no policy deciding who may put the events it would forward, and has no DLQ for them.
     - `receive_forwarded_from`: the other side, region => that region's `forwarder_role_arn`. The bus
       policy lets those roles put events here, and every consumer (`consumer_environment` too) accepts
-      events from those regions (a forwarded event keeps its region). Idempotency stays per region:
+      events from those regions (a forwarded event keeps its region); their idempotency windows grow by
+      the forwarding hop (modules/windows: the adoption bound, two forward retries, the sending bus
+      DLQ's retention). Idempotency stays per region:
       docs/multi-region.md, "Consumers across regions".
   EOT
   type = object({
@@ -158,6 +160,12 @@ resource "terraform_data" "multi_region" {
     precondition {
       condition     = local.table.create || length(local.replica_regions) == 0
       error_message = "multi_region.replica_regions is set but table.create = false: only the instance that creates the table manages its replicas. Set replica_regions on that instance, and leave it empty here."
+    }
+
+    # The receiving consumers' windows count adoption at this bound (modules/windows).
+    precondition {
+      condition     = var.multi_region.adopt_after_seconds <= module.windows.max_adopt_after_seconds
+      error_message = "multi_region.adopt_after_seconds is ${var.multi_region.adopt_after_seconds}; at most ${module.windows.max_adopt_after_seconds} (a day): the idempotency windows of consumers receiving forwarded events count an adopted item's second publish up to that long after its first."
     }
 
     precondition {

@@ -487,3 +487,44 @@ run "forwarding_from_an_existing_bus_is_refused" {
 
   expect_failures = [terraform_data.multi_region]
 }
+
+# Review of issue 29 (windows): a forwarded copy reaches this region's
+# consumers later than a local one: the forward target retries 24 hours, lands
+# in the sending region's bus DLQ (kept 14 days, whatever the key) and, put
+# back, is forwarded again (24 hours more); and the sending region may have
+# adopted the item, publishing it again up to adopt_after_seconds (at most
+# multi_region's bound, one day) after its first publish. The receiving
+# consumers' windows count all of it (modules/windows).
+run "window_without_forwarding" {
+  command = plan
+
+  variables {
+    multi_region = {}
+  }
+}
+
+run "receiving_forwarded_events_widens_the_window_by_the_forwarding_hop" {
+  command = plan
+
+  variables {
+    multi_region = {
+      receive_forwarded_from = { "us-east-1" = "arn:aws:iam::111122223333:role/us-east-1-orders-outbox-forwarder" }
+    }
+  }
+
+  assert {
+    condition     = tonumber(output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]) == tonumber(run.window_without_forwarding.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]) + 86400 + 2 * 86400 + 1209600
+    error_message = "The window grows by the adoption bound (1 d), two forward retries (2 x 24 h) and the sending bus DLQ's retention (14 d): ${output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]} vs ${run.window_without_forwarding.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]}."
+  }
+}
+
+run "adopt_after_seconds_beyond_a_day_is_refused" {
+  command = plan
+
+  variables {
+    sweeper      = { enabled = true }
+    multi_region = { adopted_regions = ["us-east-1"], adopt_after_seconds = 86401 }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
