@@ -33,7 +33,8 @@ variable "multi_region" {
       (the `forwarder_role_arn` output); events it cannot deliver go to the bus DLQ. Needs the
       module's own bus (event_bus.create = true): on another bus (`default` included) the module
       writes no policy deciding who may put the events it would forward, and has no DLQ for them.
-    - `receive_forwarded_from`: the other side, region => that region's `forwarder_role_arn`. The bus
+    - `receive_forwarded_from`: the other side, region => that region's `forwarder_role_arn` (a role of
+      this account: refused otherwise). The bus
       policy lets those roles put events here, and every consumer (`consumer_environment` too) accepts
       events from those regions (a forwarded event keeps its region); their idempotency windows grow by
       the forwarding hop (modules/windows: the adoption bound, two forward retries, the sending bus
@@ -215,6 +216,13 @@ resource "terraform_data" "multi_region" {
     precondition {
       condition     = !contains([for a in local.forward_to_buses : split(":", a)[3]], local.region_name)
       error_message = "multi_region.forward_to_event_bus_arns names a bus in ${local.region_name}, this instance's own region: forward only to the other regions' outbox buses."
+    }
+
+    # The consumers accept forwarded events in the bus's own account only
+    # (dynamodb_outbox.sender_checks), and docs/multi-region.md says so.
+    precondition {
+      condition     = alltrue([for r, role in local.forwarded_from : try(split(":", role)[4], "") == data.aws_caller_identity.current.account_id])
+      error_message = "multi_region.receive_forwarded_from names roles of another account than this one (${data.aws_caller_identity.current.account_id}): ${join(", ", [for r, role in local.forwarded_from : "${r} = ${role}" if try(split(":", role)[4], "") != data.aws_caller_identity.current.account_id])}. Forwarding is within one account: the other regions' instances run in this account too."
     }
 
     precondition {

@@ -528,3 +528,17 @@ run "adopt_after_seconds_beyond_a_day_is_refused" {
 
   expect_failures = [terraform_data.multi_region]
 }
+
+# Review of issue 29 (trust): receive_forwarded_from took roles of any account,
+# while the consumers accept forwarded events in the bus's own account only.
+run "a_forwarder_of_another_account_is_refused" {
+  command = plan
+
+  variables {
+    multi_region = {
+      receive_forwarded_from = { "us-east-1" = "arn:aws:iam::999999999999:role/anything" }
+    }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
