@@ -242,6 +242,7 @@ module "windows" {
   # (aws_scheduler_schedule.sweeper's precondition), alarm or not.
   sweeper_republish_seconds          = local.sweeper_enabled ? coalesce(local.oldest_pending_threshold_seconds, 0) : 0
   alarm_period_seconds               = local.alarms.period_seconds
+  receives_forwarded_events          = length(local.forwarded_from) > 0
   consumer_dlq_age_threshold_seconds = local.alarms.consumer_dlq_age_threshold_seconds
 }
 

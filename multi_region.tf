@@ -21,7 +21,7 @@ variable "multi_region" {
       multi-region was turned on, or by a writer not configured for it). Exactly one region should: the
       one the table lived in before it became global.
     - `replica_kms_key_arns`: with kms_key_arn set, the customer managed key of each replica region.
-    - `adopted_regions`, `adopt_after_seconds` (default 3600): failover, behind an explicit input: this
+    - `adopted_regions`, `adopt_after_seconds` (default 3600, at most 86400): failover, behind an explicit input: this
       region's sweeper also publishes the pending items written in these regions once they are
       adopt_after_seconds old (at least sweeper.min_age_seconds). While those regions are up their own
       publisher and sweeper take their items within minutes, so the rule stays idle; when one is lost,
@@ -30,10 +30,15 @@ variable "multi_region" {
     - `forward_to_event_bus_arns` (publish_to = "eventbridge"): consumers across regions. A rule on this
       region's bus forwards every event published here (its `region` is this region's) to these buses,
       the outbox buses of the other regions (cross-Region event bus targets), through a role of its own
-      (the `forwarder_role_arn` output); events it cannot deliver go to the bus DLQ.
-    - `receive_forwarded_from`: the other side, region => that region's `forwarder_role_arn`. The bus
+      (the `forwarder_role_arn` output); events it cannot deliver go to the bus DLQ. Needs the
+      module's own bus (event_bus.create = true): on another bus (`default` included) the module
+      writes no policy deciding who may put the events it would forward, and has no DLQ for them.
+    - `receive_forwarded_from`: the other side, region => that region's `forwarder_role_arn` (a role of
+      this account: refused otherwise). The bus
       policy lets those roles put events here, and every consumer (`consumer_environment` too) accepts
-      events from those regions (a forwarded event keeps its region). Idempotency stays per region:
+      events from those regions (a forwarded event keeps its region); their idempotency windows grow by
+      the forwarding hop (modules/windows: the adoption bound, two forward retries, the sending bus
+      DLQ's retention). Idempotency stays per region:
       docs/multi-region.md, "Consumers across regions".
   EOT
   type = object({
@@ -158,6 +163,12 @@ resource "terraform_data" "multi_region" {
       error_message = "multi_region.replica_regions is set but table.create = false: only the instance that creates the table manages its replicas. Set replica_regions on that instance, and leave it empty here."
     }
 
+    # The receiving consumers' windows count adoption at this bound (modules/windows).
+    precondition {
+      condition     = var.multi_region.adopt_after_seconds <= module.windows.max_adopt_after_seconds
+      error_message = "multi_region.adopt_after_seconds is ${var.multi_region.adopt_after_seconds}; at most ${module.windows.max_adopt_after_seconds} (a day): the idempotency windows of consumers receiving forwarded events count an adopted item's second publish up to that long after its first."
+    }
+
     precondition {
       condition     = !contains(local.adopted_regions, local.region_name)
       error_message = "multi_region.adopted_regions lists ${local.region_name}, this instance's own region: a region publishes its own items already; list only lost regions."
@@ -192,9 +203,26 @@ resource "terraform_data" "multi_region" {
       error_message = "multi_region.forward_to_event_bus_arns and multi_region.receive_forwarded_from need publish_to = \"eventbridge\": events cross regions from bus to bus (cross-Region event bus targets). With SNS, subscribe each region's consumers in every region."
     }
 
+    # Trust and loss: on a bus the module does not create (the `default` bus, a
+    # shared one) it writes no bus policy, so anyone allowed events:PutEvents
+    # there would have events forwarded through the forwarder role and accepted
+    # by the other regions' consumers as this region's; and it creates no bus
+    # DLQ, so what the forward target cannot deliver in 24 hours would be lost.
+    precondition {
+      condition     = length(local.forward_to_buses) == 0 || local.create_event_bus
+      error_message = "multi_region.forward_to_event_bus_arns needs the module's own bus (event_bus.create = true); \"${local.event_bus_name}\" is not created here: the module writes no policy on it (anyone allowed events:PutEvents there would have events forwarded as this region's and accepted by the other regions' consumers) and gives it no DLQ (undeliverable forwards would be lost). docs/threat-model.md, \"Consumers across regions\"."
+    }
+
     precondition {
       condition     = !contains([for a in local.forward_to_buses : split(":", a)[3]], local.region_name)
       error_message = "multi_region.forward_to_event_bus_arns names a bus in ${local.region_name}, this instance's own region: forward only to the other regions' outbox buses."
+    }
+
+    # The consumers accept forwarded events in the bus's own account only
+    # (dynamodb_outbox.sender_checks), and docs/multi-region.md says so.
+    precondition {
+      condition     = alltrue([for r, role in local.forwarded_from : try(split(":", role)[4], "") == data.aws_caller_identity.current.account_id])
+      error_message = "multi_region.receive_forwarded_from names roles of another account than this one (${data.aws_caller_identity.current.account_id}): ${join(", ", [for r, role in local.forwarded_from : "${r} = ${role}" if try(split(":", role)[4], "") != data.aws_caller_identity.current.account_id])}. Forwarding is within one account: the other regions' instances run in this account too."
     }
 
     precondition {

@@ -99,17 +99,22 @@ resource "aws_cloudwatch_event_rule" "forward" {
   tags = local.tags
 }
 
+# Keyed by the receiving region (one bus per region, validated): a region's
+# new bus ARN is an in-place update of its target. Keyed by ARN, the change was
+# a delete and a create of the same target id, run in parallel, and the delete
+# could remove the new target (forwarding silently off).
 resource "aws_cloudwatch_event_target" "forward" {
-  for_each = toset(local.forward_to_buses)
+  for_each = { for a in local.forward_to_buses : split(":", a)[3] => a }
 
   rule           = aws_cloudwatch_event_rule.forward[0].name
   event_bus_name = local.event_bus_ref_name
-  target_id      = "to-${split(":", each.value)[3]}"
+  target_id      = "to-${each.key}"
   arn            = each.value
   role_arn       = aws_iam_role.forwarder[0].arn
 
   # EventBridge retries for 24 hours (its defaults); what it still cannot
   # deliver lands in the bus DLQ, with the bus's own undeliverable events.
+  # Forwarding needs the module's bus, so that DLQ exists (terraform_data.multi_region).
   dynamic "dead_letter_config" {
     for_each = local.create_event_bus_dlq ? [1] : []
     content {

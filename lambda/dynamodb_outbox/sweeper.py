@@ -265,6 +265,8 @@ class _Sweep:
         self._stopped_partitions: set[str] = set()
         self._sequences: dict[str, PendingSequences] = {}
         self._settled: set[str] = set()
+        # Keys left pending by the read-back (unread, or held on an ordered sink).
+        self._more_from_reads = False
         # Spread the budget over the shards (the hash spreads items evenly), so a
         # backlog costs about ``max_items`` keys read, not ``shards * max_items``.
         self.page_limit = max(1, min(QUERY_MAX_PAGE, -(-max_items // len(self.shards))))
@@ -299,8 +301,8 @@ class _Sweep:
     def out_of_time(self) -> bool:
         return self.time_left is not None and self.time_left() < self.time_reserve_seconds
 
-    def pending_keys(self) -> list[AttributeMap]:
-        """Old pending keys, oldest first across shards, at most ``max_items``."""
+    def pending_keys(self) -> OldestFirst:
+        """Old pending keys, oldest first across shards (``take_keys`` takes them)."""
         cursors = [
             ShardCursor(
                 self.query,
@@ -324,9 +326,13 @@ class _Sweep:
             if head is not None:
                 oldest.append(sort_key(head, self.table_keys))
         self._record_oldest(oldest)
-        merged = OldestFirst(cursors)
+        return OldestFirst(cursors)
+
+    def take_keys(self, merged: OldestFirst, limit: int) -> list[AttributeMap]:
+        """The next outbox keys of ``merged``, at most ``limit``."""
         keys: list[AttributeMap] = []
         more = False
+        self.result.stopped_by = None
         while merged.peek() is not None:
             if self.out_of_time():
                 self.result.stopped_by, more = "time", True
@@ -340,13 +346,13 @@ class _Sweep:
                     "pending index holds a non-outbox key; ignored",
                     extra={"key": loggable_key(key, self.table_keys)},
                 )
-            if len(keys) >= self.max_items:
+            if len(keys) >= limit:
                 # No peek: it could read a page this run would not use.
                 more = merged.has_more()
                 self.result.stopped_by = "max_items" if more else None
                 break
-        self.result.more_pending = more
-        self.result.pending_items = len(keys)
+        self.result.more_pending = more or self._more_from_reads
+        self.result.pending_items += len(keys)
         return keys
 
     def _record_oldest(self, sort_keys: Sequence[str]) -> None:
@@ -382,6 +388,7 @@ class _Sweep:
         unread_ids = {key_id(key, self.table_keys) for key in read.unread}
         self.result.fetched += len(read.items)
         self.result.unfetched += len(unread_ids)
+        self._more_from_reads = self._more_from_reads or bool(unread_ids)
         self.result.more_pending = self.result.more_pending or bool(unread_ids)
         items: list[AttributeMap] = []
         for key in keys:
@@ -414,6 +421,7 @@ class _Sweep:
             items.append(item)
         if self.ordered:
             items = self._in_sequence_order(items)
+            self._more_from_reads = self._more_from_reads or self.result.held > 0
             self.result.more_pending = self.result.more_pending or self.result.held > 0
         return items
 
@@ -559,43 +567,59 @@ class _Sweep:
     # -- the run
 
     def run(self) -> SweepResult:
-        keys = self.pending_keys()
+        merged = self.pending_keys()
         publish = self.result.publish
         position = 0
-        for start in range(0, len(keys), BATCH_GET_MAX_KEYS):
-            if self.out_of_time():
-                self.result.stopped_by, self.result.more_pending = "time", True
-                break
-            items = self.fetch(keys[start : start + BATCH_GET_MAX_KEYS])
-            candidates = []
-            for item in items:
-                candidates.append(
-                    OutboxCandidate(
-                        key=self.table_keys.key_of(item),
-                        item=item,
-                        position=position,
-                        checkpoint=sort_key(item, self.table_keys),
+        budget = self.max_items
+        stopped = False
+        # Rounds: an adopted region's released item still waiting for its own
+        # region (known only once read back: the index holds keys) uses none of
+        # the run's budget, so the keys behind it are taken in a further round.
+        # Without it, max_items waiting items starved every other pending item.
+        while budget > 0 and not stopped:
+            keys = self.take_keys(merged, budget)
+            waits_before = self.result.adoption_waits_for_release
+            for start in range(0, len(keys), BATCH_GET_MAX_KEYS):
+                if self.out_of_time():
+                    self.result.stopped_by, self.result.more_pending = "time", True
+                    stopped = True
+                    break
+                items = self.fetch(keys[start : start + BATCH_GET_MAX_KEYS])
+                candidates = []
+                for item in items:
+                    candidates.append(
+                        OutboxCandidate(
+                            key=self.table_keys.key_of(item),
+                            item=item,
+                            position=position,
+                            checkpoint=sort_key(item, self.table_keys),
+                        )
                     )
+                    position += 1
+                publish_outbox_items(
+                    candidates,
+                    self.deps,
+                    should_continue=lambda: not self.out_of_time(),
+                    result=publish,
+                    time_left=self.time_left,
                 )
-                position += 1
-            publish_outbox_items(
-                candidates,
-                self.deps,
-                should_continue=lambda: not self.out_of_time(),
-                result=publish,
-                time_left=self.time_left,
-            )
-            if publish.failure_position is not None:
-                self.result.stopped_by, self.result.more_pending = "retryable_failure", True
-                self.result.failure_sk = publish.failure_checkpoint
-                logger.warning(
-                    "retryable failure; stopping the sweep, the rest stays pending",
-                    extra={"sk": publish.failure_checkpoint},
-                )
-                break
-            if publish.stopped_at_position is not None:
-                self.result.stopped_by, self.result.more_pending = "time", True
-                break
+                if publish.failure_position is not None:
+                    self.result.stopped_by, self.result.more_pending = "retryable_failure", True
+                    self.result.failure_sk = publish.failure_checkpoint
+                    logger.warning(
+                        "retryable failure; stopping the sweep, the rest stays pending",
+                        extra={"sk": publish.failure_checkpoint},
+                    )
+                    stopped = True
+                    break
+                if publish.stopped_at_position is not None:
+                    self.result.stopped_by, self.result.more_pending = "time", True
+                    stopped = True
+                    break
+            waited = self.result.adoption_waits_for_release - waits_before
+            if self.result.stopped_by != "max_items" or waited == 0:
+                break  # nothing left, out of time, or the budget spent on items that went
+            budget = waited
         publish.records = position
         return self.result
 
@@ -705,6 +729,8 @@ def record_metrics(result: SweepResult, target: Metrics, sink_name: str) -> None
         "HeldItems": result.held,
         "SentFirstEvents": result.blockers_sent_first,
         "SequenceReadFailures": result.sequence_query_failures,
+        # Multi-region: adopted regions' released items left to their own region.
+        "AdoptionWaitsForRelease": result.adoption_waits_for_release,
     }
     for name, value in counts.items():
         target.add_metric(name=name, unit=MetricUnit.Count, value=value)

@@ -45,6 +45,13 @@ variable "bus_dlq_retention_seconds" {
   nullable    = false
 }
 
+variable "receives_forwarded_events" {
+  description = "Multi-region: other regions forward their events to this region's bus (multi_region.receive_forwarded_from), so the consumers also receive copies that crossed the forwarding hop."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
 variable "alarm_period_seconds" {
   description = "The alarms' period (alarms.period_seconds): the DLQ-age alarm fires up to one period after its threshold is crossed."
   type        = number
@@ -76,9 +83,28 @@ locals {
 
   ordered = var.publish_to == "sns_fifo"
 
+  # Multi-region: the longest multi_region.adopt_after_seconds may be (refused
+  # above it at plan, terraform_data.multi_region): a surviving region's
+  # sweeper publishes an adopted item again up to that long after its write.
+  max_adopt_after_seconds = 86400
+
+  # Multi-region, consumers across regions: a copy forwarded from another
+  # region can start its delivery here later than a local one. The sending
+  # region may have adopted the item (published again up to the adoption bound
+  # after its first publish); the forward target retries 24 hours (EventBridge's
+  # default, the module sets no retry policy on it), then the copy lands in the
+  # sending region's bus DLQ (kept the SQS maximum, whatever the key); put back
+  # on that bus, it is forwarded again, with 24 hours of retries. The receiving
+  # region knows neither sender's settings, so every term is at its bound.
+  forwarding_seconds = var.receives_forwarded_events ? local.max_adopt_after_seconds + 2 * local.max_event_age_seconds + local.dlq_retention_seconds : 0
+
   # A second publish of an event can follow its first as long as its stream
   # record lives, or as long as its item stays pending for the sweeper.
   republish_seconds = max(local.stream_record_lifetime_seconds, var.sweeper_republish_seconds)
+
+  # How long after an event's first publish a copy can still start its
+  # delivery on this region's bus: a republish, or a forwarded copy.
+  lead_seconds = local.republish_seconds + local.forwarding_seconds
 
   # THE inequality. An event's idempotency record (written when it first takes
   # effect, after its first publish) must outlive every copy that can still
@@ -130,7 +156,7 @@ module "consumer" {
   publish_to                   = var.publish_to
   message_retention_seconds    = each.value.message_retention_seconds
   maximum_event_age_in_seconds = each.value.maximum_event_age_in_seconds
-  republish_seconds            = local.republish_seconds
+  republish_seconds            = local.lead_seconds
   bus_dlq_retention_seconds    = var.bus_dlq_retention_seconds
   archive_retention_days       = var.archive_retention_days
   dlq_retention_seconds        = local.dlq_retention_seconds
@@ -145,7 +171,7 @@ module "longest_consumer" {
   publish_to                   = var.publish_to
   message_retention_seconds    = local.max_message_retention_seconds
   maximum_event_age_in_seconds = local.max_event_age_seconds
-  republish_seconds            = local.republish_seconds
+  republish_seconds            = local.lead_seconds
   bus_dlq_retention_seconds    = var.bus_dlq_retention_seconds
   archive_retention_days       = var.archive_retention_days
   dlq_retention_seconds        = local.dlq_retention_seconds
@@ -155,6 +181,11 @@ module "longest_consumer" {
 output "dlq_retention_seconds" {
   description = "Retention of every consumer DLQ (the SQS maximum)."
   value       = local.dlq_retention_seconds
+}
+
+output "max_adopt_after_seconds" {
+  description = "The longest multi_region.adopt_after_seconds may be: the forwarded copies' window counts it."
+  value       = local.max_adopt_after_seconds
 }
 
 output "minimum_idempotency_seconds" {

@@ -27,7 +27,7 @@ from dynamodb_outbox.regions import (
 )
 from dynamodb_outbox.settings import ConfigurationError, region_scope_from_environment
 from dynamodb_outbox.sinks import EventBridgeSink
-from dynamodb_outbox.sweeper import sweep
+from dynamodb_outbox.sweeper import SweepResult, record_metrics, sweep
 from dynamodb_outbox.table_keys import DEFAULT_TABLE_KEYS
 from dynamodb_outbox.writer import InvalidWrite, OutboxWriter
 from tests.factories import make_envelope, stream_record
@@ -318,3 +318,48 @@ def test_a_standing_adoption_counts_a_released_items_age_from_its_release(
 def test_a_key_named_like_the_region_stamp_is_refused() -> None:
     with pytest.raises(InvalidWrite, match="stamps its region"):
         OutboxWriter("orders", partition_key="PK", sort_key=ATTR_REGION)
+
+
+def test_released_items_waiting_for_their_region_do_not_starve_this_regions_own(
+    outbox_table: OutboxTable, event_bus: EventBus
+) -> None:
+    # Review of issue 29: waiting released items were taken oldest-first up to
+    # max_items before the wait was applied, so max_items of them starved the rest.
+    # GIVEN five items of another region written 2 hours ago and released a minute
+    # ago (that region is up: its own sweeper takes them), and one of this region's
+    # own, 10 minutes old
+    for n in range(5):
+        envelope = make_envelope(id=ulid_at(FIXED_NOW - timedelta(hours=2, milliseconds=-n)))
+        item = outbox_item(f"ORDER#o{n}", envelope, region=OTHER)
+        item[ATTR_RELEASED_AT] = {
+            "S": (FIXED_NOW - timedelta(minutes=1)).isoformat().replace("+00:00", "Z")
+        }
+        outbox_table.put(item)
+    own = make_envelope(id=ulid_at(FIXED_NOW - timedelta(minutes=10)))
+    outbox_table.put(outbox_item("ORDER#own", own, region=HOME))
+
+    # WHEN this region's sweeper runs once with max_items = 5, adopting the other
+    scope = RegionScope(HOME, adopted=(OTHER,), adopt_after_seconds=3600)
+    result = sweep(
+        _deps(outbox_table, event_bus),
+        min_age_seconds=300,
+        now=FIXED_NOW,
+        region_scope=scope,
+        max_items=5,
+    )
+
+    # THEN the waiting items use none of the run's budget: its own item goes out
+    assert event_bus.received_ids() == [own.id]
+    assert (result.swept, result.adoption_waits_for_release) == (1, 5)
+    assert (result.more_pending, result.stopped_by) == (False, None)
+
+
+def test_adoption_waits_are_a_metric_like_the_other_counters() -> None:
+    recorded: dict[str, float] = {}
+
+    class Target:
+        def add_metric(self, *, name: str, unit: Any, value: float) -> None:
+            recorded[name] = value
+
+    record_metrics(SweepResult(adoption_waits_for_release=3), Target(), "PutEvents")  # type: ignore[arg-type]
+    assert recorded["AdoptionWaitsForRelease"] == 3

@@ -357,7 +357,7 @@ run "events_cross_regions_bus_to_bus_behind_an_explicit_input" {
   }
 
   assert {
-    condition     = aws_cloudwatch_event_target.forward["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"].arn == "arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox" && aws_cloudwatch_event_target.forward["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"].dead_letter_config[0].arn == "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
+    condition     = aws_cloudwatch_event_target.forward["us-east-1"].arn == "arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox" && aws_cloudwatch_event_target.forward["us-east-1"].dead_letter_config[0].arn == "arn:aws:sqs:eu-west-1:111122223333:orders-outbox-event-bus-dlq"
     error_message = "The other region's bus is the target; undeliverable events go to the bus DLQ."
   }
 
@@ -435,4 +435,110 @@ run "forwarding_takes_event_bus_arns_and_role_arns" {
   }
 
   expect_failures = [var.multi_region]
+}
+
+# Review of issue 29 (live change): the forward targets were keyed by bus ARN
+# with target_id "to-<region>", so changing a region's bus deleted and created
+# the same target id in parallel, and the delete could remove the new target.
+# Keyed by region, a new bus for a region is an in-place update of its target
+# (the target's arn is updatable; rule, event_bus_name and target_id are not).
+run "a_regions_forward_target_is_keyed_by_region" {
+  command = plan
+
+  variables {
+    multi_region = {
+      forward_to_event_bus_arns = ["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox-2"]
+    }
+  }
+
+  assert {
+    condition     = keys(aws_cloudwatch_event_target.forward) == ["us-east-1"] && aws_cloudwatch_event_target.forward["us-east-1"].target_id == "to-us-east-1" && aws_cloudwatch_event_target.forward["us-east-1"].arn == "arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox-2"
+    error_message = "One forward target per region, keyed by the region: a changed bus ARN updates it in place."
+  }
+}
+
+# Review of issue 29 (trust, loss): on a bus the module does not create (the
+# `default` bus, a shared one) the module writes no bus policy, so anyone with
+# events:PutEvents there would get events forwarded through the trusted role
+# and accepted by the other region's consumers; and no bus DLQ exists to catch
+# what the forward target cannot deliver. Forwarding needs the module's bus.
+run "forwarding_from_the_default_bus_is_refused" {
+  command = plan
+
+  variables {
+    event_bus = { create = false, name = "default" }
+    multi_region = {
+      forward_to_event_bus_arns = ["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"]
+    }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+run "forwarding_from_an_existing_bus_is_refused" {
+  command = plan
+
+  variables {
+    event_bus = { create = false, name = "shared" }
+    multi_region = {
+      forward_to_event_bus_arns = ["arn:aws:events:us-east-1:111122223333:event-bus/orders-outbox"]
+    }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+# Review of issue 29 (windows): a forwarded copy reaches this region's
+# consumers later than a local one: the forward target retries 24 hours, lands
+# in the sending region's bus DLQ (kept 14 days, whatever the key) and, put
+# back, is forwarded again (24 hours more); and the sending region may have
+# adopted the item, publishing it again up to adopt_after_seconds (at most
+# multi_region's bound, one day) after its first publish. The receiving
+# consumers' windows count all of it (modules/windows).
+run "window_without_forwarding" {
+  command = plan
+
+  variables {
+    multi_region = {}
+  }
+}
+
+run "receiving_forwarded_events_widens_the_window_by_the_forwarding_hop" {
+  command = plan
+
+  variables {
+    multi_region = {
+      receive_forwarded_from = { "us-east-1" = "arn:aws:iam::111122223333:role/us-east-1-orders-outbox-forwarder" }
+    }
+  }
+
+  assert {
+    condition     = tonumber(output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]) == tonumber(run.window_without_forwarding.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]) + 86400 + 2 * 86400 + 1209600
+    error_message = "The window grows by the adoption bound (1 d), two forward retries (2 x 24 h) and the sending bus DLQ's retention (14 d): ${output.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]} vs ${run.window_without_forwarding.consumer_environment["OUTBOX_IDEMPOTENCY_EXPIRES_AFTER_SECONDS"]}."
+  }
+}
+
+run "adopt_after_seconds_beyond_a_day_is_refused" {
+  command = plan
+
+  variables {
+    sweeper      = { enabled = true }
+    multi_region = { adopted_regions = ["us-east-1"], adopt_after_seconds = 86401 }
+  }
+
+  expect_failures = [terraform_data.multi_region]
+}
+
+# Review of issue 29 (trust): receive_forwarded_from took roles of any account,
+# while the consumers accept forwarded events in the bus's own account only.
+run "a_forwarder_of_another_account_is_refused" {
+  command = plan
+
+  variables {
+    multi_region = {
+      receive_forwarded_from = { "us-east-1" = "arn:aws:iam::999999999999:role/anything" }
+    }
+  }
+
+  expect_failures = [terraform_data.multi_region]
 }
