@@ -58,10 +58,15 @@ locals {
         metrics = [merge(local.alarm_metrics.oldest_pending_item, { label = "OldestPendingAgeSeconds" })]
       },
       {
-        title   = "6. Sweeper recoveries"
-        exists  = local.sweeper_enabled
-        alarm   = null
-        metrics = [merge(local.outbox_metric, { metric_name = "SweptEvents", dimensions = { service = local.sweeper_service }, label = "re-published by the sweeper" })]
+        title  = "6. Sweeper recoveries"
+        exists = local.sweeper_enabled
+        alarm  = null
+        # With a standing adoption (multi_region.adopted_regions): the lost regions'
+        # released items it leaves to their own region until adopt_after_seconds.
+        metrics = concat(
+          [merge(local.outbox_metric, { metric_name = "SweptEvents", dimensions = { service = local.sweeper_service }, label = "re-published by the sweeper" })],
+          length(local.adopted_regions) > 0 ? [merge(local.outbox_metric, { metric_name = "AdoptionWaitsForRelease", dimensions = { service = local.sweeper_service }, label = "adopted regions' released items left to their region" })] : [],
+        )
       },
       {
         title   = "7. Stream batches given up (on-failure queue)"

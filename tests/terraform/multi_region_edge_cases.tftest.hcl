@@ -82,6 +82,11 @@ run "home_instance" {
     table        = { stream_view_type = "NEW_AND_OLD_IMAGES" }
     multi_region = { replica_regions = ["us-east-1"], publishes_unstamped = true }
   }
+
+  assert {
+    condition     = !strcontains(aws_cloudwatch_dashboard.this[0].dashboard_body, "AdoptionWaitsForRelease")
+    error_message = "The dashboard of an instance without adopted regions shows AdoptionWaitsForRelease (an empty series)."
+  }
 }
 
 run "each_regions_instance_has_a_dashboard_of_its_own" {
@@ -120,4 +125,19 @@ run "standing_adoption_without_a_sweeper_is_refused" {
   }
 
   expect_failures = [terraform_data.multi_region]
+}
+
+# The dashboard shows what the standing adoption leaves waiting (AdoptionWaitsForRelease),
+# and only where there is one: the line would read an empty series elsewhere.
+run "the_dashboard_shows_the_standing_adoption_only_where_there_is_one" {
+  command = plan
+
+  variables {
+    multi_region = { adopted_regions = ["us-east-1"] }
+  }
+
+  assert {
+    condition     = strcontains(aws_cloudwatch_dashboard.this[0].dashboard_body, "AdoptionWaitsForRelease")
+    error_message = "The dashboard of an instance with multi_region.adopted_regions does not show AdoptionWaitsForRelease."
+  }
 }
