@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Final, Literal
 
 from dynamodb_outbox.sinks._eventbridge import EVENTBRIDGE_RULES
-from dynamodb_outbox.sinks._sns import SNS_FIFO_RULES, SNS_RULES
 from dynamodb_outbox.sinks._types import SinkRules
 
 __all__ = [
@@ -46,16 +44,15 @@ def parse_publish_to(value: object) -> PublishTo:
     return name
 
 
-_RULES_BY_NAME: Final[Mapping[PublishTo, SinkRules]] = {
-    PUBLISH_TO_EVENTBRIDGE: EVENTBRIDGE_RULES,
-    PUBLISH_TO_SNS: SNS_RULES,
-    PUBLISH_TO_SNS_FIFO: SNS_FIFO_RULES,
-}
-
-
 def rules_for(publish_to: str) -> SinkRules:
     """The rules of the module's ``publish_to``: ``eventbridge``, ``sns`` or ``sns_fifo``.
 
     Raises ``ValueError`` (:func:`parse_publish_to`) for any other value.
     """
-    return _RULES_BY_NAME[parse_publish_to(publish_to)]
+    name = parse_publish_to(publish_to)
+    if name == PUBLISH_TO_EVENTBRIDGE:
+        return EVENTBRIDGE_RULES
+    # SNS's rules are loaded at their first use (see dynamodb_outbox.sinks).
+    from dynamodb_outbox.sinks._sns import SNS_FIFO_RULES, SNS_RULES
+
+    return SNS_FIFO_RULES if name == PUBLISH_TO_SNS_FIFO else SNS_RULES
