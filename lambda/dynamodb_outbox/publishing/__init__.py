@@ -20,9 +20,9 @@ with the ``QuarantinedEvents`` alarm; docs/decisions.md says why).
 
 The pieces live in private modules, one concern each:
 
-- ``_dependencies``: :func:`table_client`, :class:`PublishDependencies`,
-  :class:`RetryPolicy` and the publisher's logger;
-- ``_result``: :class:`PublishResult`;
+- ``_dependencies``: what a publication takes and gives back
+  (:func:`table_client`, :class:`PublishDependencies`, :class:`RetryPolicy`,
+  :class:`PublishResult`) and the publisher's logger;
 - ``_plan``: :class:`OutboxCandidate`, read once into an event or a poison;
 - ``_publication``: the send/retry loop (:class:`Publication`,
   :func:`publish_outbox_items`);
@@ -41,6 +41,7 @@ from dynamodb_outbox.publishing._dependencies import DEFAULT_SERVICE_NAME as DEF
 from dynamodb_outbox.publishing._dependencies import (
     PublishDependencies,
     PublisherDynamoDBClient,
+    PublishResult,
     RetryPolicy,
     table_client,
 )
@@ -52,7 +53,6 @@ from dynamodb_outbox.publishing._publication import (
     OVERLAP_MIN_WAIT_SECONDS as OVERLAP_MIN_WAIT_SECONDS,
 )
 from dynamodb_outbox.publishing._publication import Publication, publish_outbox_items
-from dynamodb_outbox.publishing._result import PublishResult
 from dynamodb_outbox.publishing._settle import BATCH_WRITE_MAX_ITEMS as BATCH_WRITE_MAX_ITEMS
 from dynamodb_outbox.publishing._settle import (
     DELETE_BACKOFF_BASE_SECONDS as DELETE_BACKOFF_BASE_SECONDS,

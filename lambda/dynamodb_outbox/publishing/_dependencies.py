@@ -1,4 +1,8 @@
-"""What publishing runs with: the table client, the logger, the retry policy, the dependencies."""
+"""What a publication takes and gives back.
+
+It takes :class:`PublishDependencies` (the sink, the table client, the retry
+policy) and logs to the publisher's logger; it gives back a :class:`PublishResult`.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import (
     TYPE_CHECKING,
@@ -22,7 +27,7 @@ from aws_lambda_powertools import Logger
 
 from dynamodb_outbox._clock import utc_now
 from dynamodb_outbox.sinks import Sink
-from dynamodb_outbox.stream_types import AttributeMap
+from dynamodb_outbox.stream_types import AttributeMap, PartialBatchResponse
 from dynamodb_outbox.table_keys import TableKeys
 
 if TYPE_CHECKING:
@@ -34,6 +39,7 @@ __all__ = [
     "DEFAULT_RETRY",
     "DEFAULT_SERVICE_NAME",
     "PublishDependencies",
+    "PublishResult",
     "PublisherDynamoDBClient",
     "RetryPolicy",
     "logger",
@@ -158,3 +164,53 @@ class PublishDependencies(NamedTuple, Generic[ClientT]):
     clock: Callable[[], datetime] = utc_now
     delete_retries: int = DEFAULT_DELETE_RETRIES
     retry: RetryPolicy = DEFAULT_RETRY
+
+
+# ---------------------------------------------------------------------------- result
+
+
+@dataclass
+class PublishResult:
+    """What one batch did; :meth:`response` is what Lambda gets back."""
+
+    records: int = 0
+    published: int = 0
+    quarantined: int = 0
+    #: poison records whose item was already gone (published and deleted elsewhere).
+    quarantine_item_gone: int = 0
+    #: poison records whose item DynamoDB refused to mark (left pending, logged as errors).
+    quarantine_unmarkable: int = 0
+    #: not outbox inserts (the mapping filter should have dropped them).
+    skipped: int = 0
+    #: ordered sinks: sequenced events left pending for the sweeper because a lower
+    #: sequence of their subject is still pending and could not be sent first.
+    deferred: int = 0
+    #: ordered sinks: lower pending sequences read from the table and sent first.
+    sent_first: int = 0
+    #: ordered sinks: partition Queries (or reads of lower sequences) that failed.
+    sequence_read_failures: int = 0
+    #: records without a readable key: nothing to publish or quarantine, logged.
+    unreadable: int = 0
+    #: entries (or quarantine writes) that failed retryably; a failed call counts
+    #: every entry it carried.
+    retryable_failures: int = 0
+    deleted: int = 0
+    delete_leftovers: int = 0
+    send_calls: int = 0
+    #: calls after which some entries had to be retried.
+    retried_calls: int = 0
+    quarantine_calls: int = 0
+    delete_calls: int = 0
+    #: index in the batch of the record Lambda retries from, if any.
+    failure_position: int | None = None
+    #: the failed candidate's checkpoint (a stream record's sequence number).
+    failure_checkpoint: str | None = None
+    failure_sequence_number: str | None = None
+    #: ``should_continue`` said stop: candidates from ``stopped_at_position`` on
+    #: were not attempted (they stay pending).
+    stopped_at_position: int | None = None
+
+    def response(self) -> PartialBatchResponse:
+        if self.failure_sequence_number is None:
+            return {"batchItemFailures": []}
+        return {"batchItemFailures": [{"itemIdentifier": self.failure_sequence_number}]}

@@ -19,6 +19,7 @@ from dynamodb_outbox.log_keys import loggable_key
 from dynamodb_outbox.publishing._dependencies import (
     PublishDependencies,
     PublisherDynamoDBClient,
+    PublishResult,
     logger,
 )
 from dynamodb_outbox.publishing._errors import (
@@ -28,7 +29,6 @@ from dynamodb_outbox.publishing._errors import (
     describe_error,
 )
 from dynamodb_outbox.publishing._plan import OutboxCandidate, _Plan, _plan, _Poison, _Publish
-from dynamodb_outbox.publishing._result import PublishResult
 from dynamodb_outbox.publishing._settle import BATCH_WRITE_MAX_ITEMS, TableWrites, _identity
 from dynamodb_outbox.sinks import EntryResult, SinkError
 from dynamodb_outbox.stream_types import AttributeMap

@@ -25,6 +25,7 @@ from dynamodb_outbox.outbox_item import (
 from dynamodb_outbox.publishing._dependencies import (
     PublishDependencies,
     PublisherDynamoDBClient,
+    PublishResult,
     logger,
 )
 from dynamodb_outbox.publishing._errors import (
@@ -34,7 +35,6 @@ from dynamodb_outbox.publishing._errors import (
     _never_sendable,
     describe_error,
 )
-from dynamodb_outbox.publishing._result import PublishResult
 from dynamodb_outbox.stream_types import AttributeMap
 
 __all__ = ["BATCH_WRITE_MAX_ITEMS", "TableWrites"]

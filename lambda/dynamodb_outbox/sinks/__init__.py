@@ -33,8 +33,8 @@ The pieces live in private modules, one concern each:
 
 - ``_publish_to``: the one ``publish_to`` parser, and :func:`rules_for`;
 - ``_types``: :class:`OutboundEvent`, :class:`EntryResult`, :class:`SinkError`,
-  the :class:`SinkRules` and :class:`Sink` protocols;
-- ``_clients``: :func:`sink_client` and the client protocols;
+  the :class:`SinkRules` and :class:`Sink` protocols, :func:`sink_client` and
+  the client protocols;
 - ``_eventbridge``: ``PutEvents``' rules and :class:`EventBridgeSink`;
 - ``_sns``: ``PublishBatch``'s rules, topic ARNs and :class:`SnsSink`, loaded
   the first time one of its names is used: a publisher to EventBridge never
@@ -45,7 +45,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from dynamodb_outbox.sinks._clients import EventsClient, SnsClient, sink_client
 from dynamodb_outbox.sinks._eventbridge import (
     EVENTBRIDGE_RULES,
     POISON_PUT_EVENTS_CODES,
@@ -66,7 +65,16 @@ from dynamodb_outbox.sinks._publish_to import (
     parse_publish_to,
     rules_for,
 )
-from dynamodb_outbox.sinks._types import EntryResult, OutboundEvent, Sink, SinkError, SinkRules
+from dynamodb_outbox.sinks._types import (
+    EntryResult,
+    EventsClient,
+    OutboundEvent,
+    Sink,
+    SinkError,
+    SinkRules,
+    SnsClient,
+    sink_client,
+)
 from dynamodb_outbox.sizes import PUT_EVENTS_MAX_REQUEST_BYTES
 
 if TYPE_CHECKING:

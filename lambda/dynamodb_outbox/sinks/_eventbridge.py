@@ -25,7 +25,7 @@ from dynamodb_outbox.sizes import (
 )
 
 if TYPE_CHECKING:
-    from dynamodb_outbox.sinks._clients import EventsClient, PutEventsRequestEntry
+    from dynamodb_outbox.sinks._types import EventsClient, PutEventsRequestEntry
 
 __all__ = [
     "EVENTBRIDGE_RULES",

@@ -30,7 +30,7 @@ from dynamodb_outbox.sizes import (
 )
 
 if TYPE_CHECKING:
-    from dynamodb_outbox.sinks._clients import (
+    from dynamodb_outbox.sinks._types import (
         PublishBatchRequestEntry,
         SnsClient,
         SnsMessageAttributeValue,
