@@ -138,8 +138,8 @@ def run_publisher(
     return Run(
         result=result,
         events=events,
-        sleeps=[seconds for waiter, seconds in waits if waiter == "_delete_chunk"],
-        sleeps_between_calls=[seconds for waiter, seconds in waits if waiter != "_delete_chunk"],
+        sleeps=[seconds for waiter, seconds in waits if waiter == "delete_chunk"],
+        sleeps_between_calls=[seconds for waiter, seconds in waits if waiter != "delete_chunk"],
     )
 
 

@@ -28,7 +28,8 @@ import pytest
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.local.seams import SeamLedger, aws_seams
 from dynamodb_outbox.outbox_item import outbox_item
-from dynamodb_outbox.publishing import OutboxCandidate, _plan, _Poison
+from dynamodb_outbox.publishing import OutboxCandidate
+from dynamodb_outbox.publishing._plan import _plan, _Poison
 from dynamodb_outbox.sinks import EventBridgeSink, OutboundEvent, Sink, SnsSink, rules_for
 from dynamodb_outbox.sizes import (
     QUEUE_MAX_MESSAGE_BYTES,

@@ -13,11 +13,8 @@ import botocore.session
 import pytest
 
 from dynamodb_outbox.settings import ConfigurationError, sink_from_environment
-from dynamodb_outbox.sinks import (
-    _EVENT_BUS_NAME_MAX_LENGTH,
-    EventBridgeSink,
-    _event_bus_name_pattern,
-)
+from dynamodb_outbox.sinks import EventBridgeSink
+from dynamodb_outbox.sinks._eventbridge import _EVENT_BUS_NAME_MAX_LENGTH, _event_bus_name_pattern
 
 NAMES = [
     "orders",

@@ -2,7 +2,8 @@
 
 The ordered path (SNS FIFO) reads the table before sending and needs the
 pending index and the subject sequences; an event with a trace needs the trace
-context; ``LambdaContext`` is a type. Each is loaded the first time it is
+context; ``LambdaContext`` is a type; SNS's rules and sink (``sinks._sns``) only
+a stack that publishes to SNS. Each is loaded the first time it is
 needed, so a cold start that never needs it does not pay for it
 (docs/decisions.md, "Bytecode in the zip"). Each handler is imported in a fresh
 interpreter, as Lambda does. (The ordered path's tests, tests/functional/
@@ -33,12 +34,16 @@ NOT_AT_IMPORT = {
         "dynamodb_outbox.pending_index",
         "dynamodb_outbox.subject_sequences",
         "dynamodb_outbox.trace_context",
+        "dynamodb_outbox.sinks._sns",
         "aws_lambda_powertools.utilities.typing",
     },
     "dynamodb_outbox.sweeper": {
         "dynamodb_outbox.trace_context",
+        "dynamodb_outbox.sinks._sns",
         "aws_lambda_powertools.utilities.typing",
     },
+    # The writer checks events against its sink's rules: EventBridge's by default.
+    "dynamodb_outbox.writer": {"dynamodb_outbox.sinks._sns"},
 }
 
 
@@ -67,3 +72,17 @@ def test_a_handler_import_leaves_out_what_only_some_invocations_need(handler: st
     assert handler in loaded
     assert "dynamodb_outbox.sinks" in loaded  # the probe sees the package's modules
     assert NOT_AT_IMPORT[handler] & loaded == set()
+
+
+def test_the_sns_names_of_the_sinks_package_are_the_sns_modules_own() -> None:
+    # dynamodb_outbox.sinks loads them at first use: the list it loads them by
+    # is the module's __all__, and each name is the very object.
+    import dynamodb_outbox.sinks as sinks
+    from dynamodb_outbox.sinks import _sns
+
+    assert set(_sns.__all__) == sinks._SNS_NAMES
+    assert set(_sns.__all__) <= set(sinks.__all__)
+    for name in _sns.__all__:
+        assert getattr(sinks, name) is getattr(_sns, name)
+    with pytest.raises(AttributeError, match="no attribute 'SnsSinkk'"):
+        sinks.SnsSinkk  # type: ignore[attr-defined]  # noqa: B018

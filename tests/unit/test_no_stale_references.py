@@ -42,7 +42,16 @@ def module_names() -> dict[str, set[str]]:
         if not parts:
             continue
         names: set[str] = set()
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        # What a module loads at first use (sinks' SNS names) it imports for type
+        # checkers: ``if TYPE_CHECKING:`` at the top level.
+        body += [
+            inner
+            for node in body
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+            for inner in node.body
+        ]
+        for node in body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 names.add(node.name)
             elif isinstance(node, ast.Assign):

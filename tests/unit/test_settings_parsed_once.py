@@ -358,10 +358,10 @@ def test_the_fifo_suffix_is_written_once() -> None:
 
 
 def test_publish_to_names_are_written_once() -> None:
-    # sinks.py: the constant and the parser's type (a Literal repeats it);
+    # sinks/_publish_to.py: the constant and the parser's type (a Literal repeats it);
     # sender_checks.py: the consumer's body shapes, keyed by that type.
     found = _where(_is_text_with("sns_fifo"))
-    assert found == {"sinks.py": 2, "sender_checks.py": 1}
+    assert found == {"sinks/_publish_to.py": 2, "sender_checks.py": 1}
 
 
 def test_only_the_clock_writes_an_instant_as_text_with_milliseconds() -> None:

@@ -35,6 +35,7 @@ from dynamodb_outbox.sinks import (
     OutboundEvent,
     SinkRules,
     SnsSink,
+    _eventbridge,
     rules_for,
 )
 
@@ -117,14 +118,14 @@ def test_check_says_what_the_three_questions_say(publish_to: str) -> None:
 def test_checks_of_a_source_and_type_are_made_once_per_pair() -> None:
     # GIVEN 100 events of one source and type, never seen before
     events = [_event(source="once.per.pair", data={"n": n}) for n in range(100)]
-    misses = sinks._cached_eventbridge_head.cache_info().misses
+    misses = _eventbridge._cached_eventbridge_head.cache_info().misses
 
     # WHEN the EventBridge rules check them all
     for event in events:
         rules_for("eventbridge").check(event)
 
     # THEN the pair's sizes and refusal were worked out once
-    assert sinks._cached_eventbridge_head.cache_info().misses == misses + 1
+    assert _eventbridge._cached_eventbridge_head.cache_info().misses == misses + 1
 
 
 @pytest.mark.parametrize("publish_to", sorted(ALL_RULES))

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from dynamodb_outbox.envelope import MAX_NESTING_DEPTH, Envelope, InvalidEnvelope
 from dynamodb_outbox.event_ids import event_id_milliseconds, is_canonical_event_id
-from dynamodb_outbox.publishing import _identity
-from dynamodb_outbox.sinks import _utf16_length
+from dynamodb_outbox.publishing._settle import _identity
+from dynamodb_outbox.sinks._eventbridge import _utf16_length
 from dynamodb_outbox.sizes import json_string_bytes
 
 EVENT_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"

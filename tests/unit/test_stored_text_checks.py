@@ -118,7 +118,7 @@ def test_eventbridge_rules_refuse_an_out_of_range_integer_anywhere_in_the_sent_t
     # PutEvents: "For the JSON number (integer) data type, ... a maximum value of
     # 9,223,372,036,854,775,807" -- for the Detail sent, which is the stored text.
     # The rule is checked before the call so that the entry cannot fail its
-    # neighbours' call (sinks.py); here it looks at envelope.data only.
+    # neighbours' call (sinks/_eventbridge.py); here it looks at envelope.data only.
     envelope = Envelope.from_stored_json(text)
     event = OutboundEvent.of(envelope, text)
     assert event.body == text

@@ -15,7 +15,8 @@ import pytest
 
 from dynamodb_outbox.envelope import Envelope
 from dynamodb_outbox.outbox_item import outbox_item
-from dynamodb_outbox.publishing import OutboxCandidate, _plan, _Poison, _Publish
+from dynamodb_outbox.publishing import OutboxCandidate
+from dynamodb_outbox.publishing._plan import _plan, _Poison, _Publish
 from dynamodb_outbox.sinks import (
     PUT_EVENTS_MAX_REQUEST_BYTES,
     SNS_ATTRIBUTE_OVERHEAD_BYTES,
