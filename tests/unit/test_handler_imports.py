@@ -86,3 +86,22 @@ def test_the_sns_names_of_the_sinks_package_are_the_sns_modules_own() -> None:
         assert getattr(sinks, name) is getattr(_sns, name)
     with pytest.raises(AttributeError, match="no attribute 'SnsSinkk'"):
         sinks.SnsSinkk  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_dir_of_the_sinks_package_lists_the_sns_names_before_their_first_use() -> None:
+    # A fresh interpreter: in this one another test may have loaded them already.
+    probe = (
+        "import json, sys\n"
+        "import dynamodb_outbox.sinks as sinks\n"
+        "print(json.dumps([sorted(dir(sinks)), 'dynamodb_outbox.sinks._sns' in sys.modules]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(LAMBDA_DIR)}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    listed, sns_loaded = json.loads(out.stdout)
+
+    assert not sns_loaded  # dir() lists them without loading them
+    from dynamodb_outbox.sinks import _sns
+
+    assert set(_sns.__all__) <= set(listed)

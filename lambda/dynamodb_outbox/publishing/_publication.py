@@ -83,11 +83,7 @@ class Publication:
         time_left: Callable[[], float] | None = None,
     ) -> None:
         self.sink = deps.sink
-        self.table_name = deps.table_name
-        self.dynamodb = deps.dynamodb_client
-        self.sleep = deps.sleep
-        self.clock = deps.clock
-        self.delete_retries = deps.delete_retries
+        self.sleep = deps.sleep  # the send retries' backoff; the deletes' is TableWrites'
         self.retry = deps.retry
         self.table_keys = deps.table_keys
         self.should_continue = should_continue

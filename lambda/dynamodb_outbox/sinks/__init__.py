@@ -164,3 +164,6 @@ if not TYPE_CHECKING:
         value = getattr(_sns, name)
         globals()[name] = value  # later lookups skip __getattr__
         return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(globals()) | _SNS_NAMES)
