@@ -41,6 +41,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -277,7 +278,6 @@ def run(work: Path) -> dict[str, Any]:
     applied = False
     try:
         keep_moto_pollers_off()
-        clock = VirtualClock()
         prepare(work, emulator.url)
         terraform(work, "init", "-input=false")
         terraform(work, "apply", "-auto-approve", "-input=false")
@@ -292,6 +292,9 @@ def run(work: Path) -> dict[str, Any]:
         )
         facts["replan_exit_code"] = replan.returncode  # 0: no changes, 2: changes
         facts["replan"] = replan.stdout[-3000:]
+        # Made after the apply: it starts at the wall-clock time, like the ULIDs
+        # the writer stamps from the wall clock.
+        clock = VirtualClock()
         with stream_records_follow(clock):
             regions = {name: Region(name, outputs, clock) for name in (HOME, OTHER)}
             facts["deployed"] = deployed_shape(regions)
@@ -313,6 +316,10 @@ def run(work: Path) -> dict[str, Any]:
             everything.drain()
 
             # The other region writes more, they replicate out, and it is cut off.
+            # The sweeper adopts by the age in the ids (wall-clock ULIDs) measured
+            # at virtual time: bring the clock up to the wall first, or a slow
+            # apply and drain leave it behind and the items look too young.
+            clock.advance_to(time.time())
             stranded = regions[OTHER].write_orders(3, "b")
             clock.advance(2)
             replication.poll()
