@@ -67,8 +67,9 @@ The public face is :data:`__all__` (what docs/python.md documents and the
 README's Versioning section promises). The pieces live in private modules:
 ``_consumer`` (the facade), ``_messages`` (the SQS wire shapes and
 :func:`parse_body`), ``_processing`` (one batch), ``_idempotency`` (the adapter
-over Powertools idempotency), ``_batch``, ``_deadline``, ``_loop``, ``_errors``
-and ``_logging``.
+over Powertools idempotency), ``_batch``, ``_deadline``, ``_loop``,
+``_handover`` (an async record's coroutine between its worker and the loop),
+``_errors`` and ``_logging``.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 import warnings
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -60,21 +61,29 @@ def _current_or_new() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def run_to_end(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+def run_to_end(
+    make: Callable[[], Coroutine[Any, Any, T]], *, on_stop: Callable[[], None] | None = None
+) -> T:
     """Run the coroutine ``make()`` returns to its end on the process loop; return its result.
 
-    An exception it raises is raised here; a ``KeyboardInterrupt`` first
-    cancels every task left on the loop, so nothing waits for half-done work.
+    An exception it raises is raised here. A ``KeyboardInterrupt`` first calls
+    ``on_stop`` (so nothing more is handed to the loop), then drains the loop:
+    every task left on it is cancelled and run to its end, so nothing of this
+    batch resumes in the next invocation, which runs on the same loop.
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _run_on(process_loop(), make())
-    done: Future[T] = _helper_thread().submit(run_to_end, make)
+        return _run_on(process_loop(), make(), on_stop)
+    done: Future[T] = _helper_thread().submit(run_to_end, make, on_stop=on_stop)
     return done.result()
 
 
-def _run_on(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> T:
+def _run_on(
+    loop: asyncio.AbstractEventLoop,
+    coroutine: Coroutine[Any, Any, T],
+    on_stop: Callable[[], None] | None,
+) -> T:
     task = loop.create_task(coroutine)
     while True:
         try:
@@ -89,21 +98,47 @@ def _run_on(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) 
             # gets its exception and fails alone; run the loop on.
             continue
         except BaseException:
-            # A KeyboardInterrupt: the process is stopping. Cancel everything
-            # still running on the loop, records awaited from worker threads
-            # included, so that no worker waits forever for a coroutine nobody
-            # will run.
-            _cancel_all(loop)
+            # A KeyboardInterrupt: the process is stopping.
+            if on_stop is not None:
+                on_stop()
+            _drain(loop)
             raise
 
 
-def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
-    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
-    for task in pending:
-        task.cancel()
-    if pending:
+#: How long a stopping batch waits for the tasks left on the loop to end once
+#: cancelled. A task that swallows its CancelledError and awaits on is left
+#: after it (it may then run in the next invocation: see docs/decisions.md);
+#: without a bound the stop would hang on it.
+DRAIN_SECONDS = 2.0
+
+
+def _drain(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel every task on the (stopped) loop and run it until none is left, within DRAIN_SECONDS.
+
+    A round ends early when a task raises ``KeyboardInterrupt`` or
+    ``SystemExit`` (asyncio stops the loop with it, say a child task's
+    ``sys.exit()`` on cancellation): rounds go on while time is left, so no
+    number of them leaves a task half-run.
+    """
+    deadline = time.monotonic() + DRAIN_SECONDS
+    while (pending := _pending(loop)) and (left := deadline - time.monotonic()) > 0:
+        for task in pending:
+            task.cancel()
         with contextlib.suppress(BaseException):
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(_settled(pending, left))
+
+
+def _pending(loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[Any]]:
+    return [task for task in asyncio.all_tasks(loop) if not task.done()]
+
+
+async def _settled(pending: list[asyncio.Task[Any]], timeout: float) -> None:
+    await asyncio.wait(pending, timeout=timeout)
+    # Callbacks queued before the stop (a worker's hand-over) become tasks
+    # only now, and end at their first step (_handover): two turns of the
+    # loop run both.
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
 
 
 def _helper_thread() -> ThreadPoolExecutor:

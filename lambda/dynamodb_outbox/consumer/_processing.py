@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from aws_lambda_powertools import Logger, Metrics
@@ -23,7 +23,7 @@ from dynamodb_outbox.consumer._batch import (
     run_in_order,
 )
 from dynamodb_outbox.consumer._deadline import Deadline, RecordDurations
-from dynamodb_outbox.consumer._errors import PROCESS_ENDING, describe, type_name
+from dynamodb_outbox.consumer._errors import describe, type_name
 from dynamodb_outbox.consumer._idempotency import (
     IDEMPOTENCY_EVENT_KEY,
     check_store,
@@ -203,12 +203,16 @@ def process_sqs_batch(
 
     result: BatchResult
     if _is_async(process_one):
-        from dynamodb_outbox.consumer._loop import run_to_end  # asyncio only for async consumers
+        # asyncio only for async consumers
+        import asyncio
 
-        aborted: Future[None] = Future()
+        from dynamodb_outbox.consumer._handover import Handover
+        from dynamodb_outbox.consumer._loop import run_to_end
+
+        handover = Handover()
 
         async def run_batch() -> BatchResult:
-            run_one = _awaited_on_loop(process_one, aborted)
+            run_one = handover.awaited_on(asyncio.get_running_loop(), process_one)
             return await run_concurrently(
                 message_ids,
                 lanes,
@@ -224,9 +228,9 @@ def process_sqs_batch(
         # min(32, CPUs + 4) threads, a limit below max_concurrency unannounced.
         with ThreadPoolExecutor(max_concurrency, thread_name_prefix="outbox-record") as workers:
             try:
-                result = run_to_end(run_batch)
+                result = run_to_end(run_batch, on_stop=handover.close)
             except BaseException:
-                aborted.set_result(None)  # no worker may wait for the stopped loop
+                handover.release()  # no worker may wait for the stopped loop
                 raise
     else:
         result = run_in_order(
@@ -286,52 +290,6 @@ def _refusing_awaitables(process_one: Callable[[Envelope], object]) -> Callable[
         )
 
     return run_one
-
-
-def _awaited_on_loop(
-    process_one: Callable[[Envelope], object], aborted: Future[None]
-) -> Callable[[Envelope], None]:
-    """An ``async def`` ``process_one`` as a blocking call, for a record's worker thread.
-
-    The coroutine runs on the running loop (the process loop, where the
-    function's clients live) and the worker waits for its end, so the event
-    is COMPLETED only after it. Whatever it raises is raised here, in the
-    record's worker; a ``KeyboardInterrupt`` is left to asyncio, which stops
-    the loop with it, and ``aborted`` then tells every worker still waiting
-    that no loop will run its coroutine (it fails as cancelled).
-    """
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-
-    def run_one(envelope: Envelope) -> None:
-        result = process_one(envelope)
-        if not inspect.isawaitable(result):
-            return
-        running = asyncio.run_coroutine_threadsafe(_captured(result), loop)
-        either: list[Future[Any]] = [running, aborted]
-        wait(either, return_when=FIRST_COMPLETED)
-        if not running.done():
-            running.cancel()
-            raise asyncio.CancelledError("the batch was stopped before this event ended")
-        raised = running.result()
-        if raised is not None:
-            raise raised
-
-    return run_one
-
-
-async def _captured(awaitable: Awaitable[object]) -> BaseException | None:
-    # Returned, not raised: asyncio re-raises SystemExit out of the loop, and a
-    # CancelledError would cancel the future the worker waits on instead of
-    # telling it what happened.
-    try:
-        await awaitable
-    except PROCESS_ENDING:
-        raise
-    except BaseException as exc:
-        return exc
-    return None
 
 
 def _process_record(
